@@ -1,0 +1,256 @@
+//! Fit parameters: unchecked as given by the user, checked once into a [`FitConfig`].
+//!
+//! This is the only place where values are range-checked and names become enums (STYLE.md
+//! 2.3). Solver entry points accept only a [`FitConfig`], so an unchecked value cannot reach a
+//! solver; the plugin and the Python-side early check both go through [`FitParams::check`].
+
+use crate::error::{Result, SdcaError};
+use crate::loss::LossKind;
+
+/// Which solver runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum SolverKind {
+    /// Pick the best applicable solver.
+    Auto,
+    /// (Prox-)SDCA, `sdca.txt` / `prox-sdca.txt`.
+    Sdca,
+}
+
+impl SolverKind {
+    /// Accepted names.
+    pub const NAMES: &'static [&'static str] = &["auto", "sdca"];
+    /// User-facing name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Auto => "auto",
+            Self::Sdca => "sdca",
+        }
+    }
+}
+
+/// Order in which coordinates are visited within an epoch.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sampling {
+    /// `n` uniform draws with replacement (the analysed SDCA).
+    Uniform,
+    /// A fresh random permutation each epoch (SDCA-Perm, usually faster).
+    Permutation,
+}
+
+impl Sampling {
+    /// Accepted names.
+    pub const NAMES: &'static [&'static str] = &["uniform", "permutation"];
+    /// User-facing name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Uniform => "uniform",
+            Self::Permutation => "permutation",
+        }
+    }
+}
+
+/// Parameters as the user gave them; wide types so that every bad value reaches
+/// [`FitParams::check`] and gets our wording.
+#[derive(Debug, Clone, PartialEq)]
+pub struct FitParams {
+    /// Loss name (see [`LossKind::NAMES`]).
+    pub loss: String,
+    /// `gamma` of `smooth_hinge`.
+    pub smoothing: f64,
+    /// Tube half-width of `epsilon_insensitive`.
+    pub epsilon: f64,
+    /// L2 strength, `lambda` of the papers; `> 0`.
+    pub l2: f64,
+    /// L1 strength, `sigma` of `accelerated-prox-sdca.txt` section 6; `>= 0`.
+    pub l1: f64,
+    /// Solver name.
+    pub solver: String,
+    /// Sampling name.
+    pub sampling: String,
+    /// Relative duality-gap tolerance: stop when `gap <= tol * P`.
+    pub tol: f64,
+    /// Maximum number of epochs (passes over the rows).
+    pub max_epochs: i64,
+    /// Check the gap every this many epochs.
+    pub check_every: i64,
+    /// Random seed.
+    pub seed: i64,
+    /// Fit an intercept (as a constant feature, regularized by `l2` only).
+    pub fit_intercept: bool,
+    /// Value of the constant feature that carries the intercept.
+    pub intercept_scaling: f64,
+    /// Wall-clock budget in seconds, checked after each epoch.
+    pub max_seconds: Option<f64>,
+}
+
+impl Default for FitParams {
+    fn default() -> Self {
+        Self {
+            loss: "logistic".into(),
+            smoothing: 1.0,
+            epsilon: 0.1,
+            l2: 1e-4,
+            l1: 0.0,
+            solver: "auto".into(),
+            sampling: "permutation".into(),
+            tol: 1e-6,
+            max_epochs: 500,
+            check_every: 1,
+            seed: 0,
+            fit_intercept: true,
+            intercept_scaling: 1.0,
+            max_seconds: None,
+        }
+    }
+}
+
+/// Checked parameters; only [`FitParams::check`] builds one.
+// The private `_checked` field (not `#[non_exhaustive]`) also keeps the rest of this crate from
+// building an unchecked config.
+#[allow(clippy::manual_non_exhaustive)]
+#[derive(Debug, Clone, PartialEq)]
+pub struct FitConfig {
+    /// The loss and its parameters.
+    pub loss: LossKind,
+    /// L2 strength, `> 0`.
+    pub l2: f64,
+    /// L1 strength, `>= 0`.
+    pub l1: f64,
+    /// Requested solver.
+    pub solver: SolverKind,
+    /// Coordinate order.
+    pub sampling: Sampling,
+    /// Relative gap tolerance, `> 0`.
+    pub tol: f64,
+    /// Epoch cap, `>= 1`.
+    pub max_epochs: u32,
+    /// Gap check period in epochs, `>= 1`.
+    pub check_every: u32,
+    /// RNG seed.
+    pub seed: u64,
+    /// Constant feature value carrying the intercept; `0` when no intercept is fitted.
+    pub intercept_scaling: f64,
+    /// Wall-clock budget.
+    pub max_seconds: Option<f64>,
+    _checked: (),
+}
+
+fn invalid(name: &'static str, message: impl Into<String>) -> SdcaError {
+    SdcaError::InvalidParameter { name, message: message.into() }
+}
+
+fn one_of<T: Copy>(name: &'static str, got: &str, allowed: &[&str], values: &[T]) -> Result<T> {
+    allowed.iter().position(|a| *a == got).map(|k| values[k]).ok_or_else(|| {
+        invalid(name, format!("unknown value {got:?}; expected one of {}", allowed.join(", ")))
+    })
+}
+
+fn finite_in(name: &'static str, x: f64, ok: bool, want: &str) -> Result<f64> {
+    if x.is_finite() && ok {
+        Ok(x)
+    } else {
+        Err(invalid(name, format!("got {x}; must be a finite number {want}")))
+    }
+}
+
+impl FitParams {
+    /// Checks every value and converts names to enums.
+    pub fn check(&self) -> Result<FitConfig> {
+        let loss = match self.loss.as_str() {
+            "hinge" => LossKind::Hinge,
+            "smooth_hinge" => LossKind::SmoothHinge {
+                smoothing: finite_in("smoothing", self.smoothing, self.smoothing > 0.0, "> 0")?,
+            },
+            "squared_hinge" => LossKind::SquaredHinge,
+            "logistic" => LossKind::Logistic,
+            "squared" => LossKind::Squared,
+            "absolute" => LossKind::Absolute,
+            "epsilon_insensitive" => LossKind::EpsilonInsensitive {
+                epsilon: finite_in("epsilon", self.epsilon, self.epsilon >= 0.0, ">= 0")?,
+            },
+            other => {
+                return Err(invalid(
+                    "loss",
+                    format!("unknown loss {other:?}; expected one of {}", LossKind::NAMES.join(", ")),
+                ))
+            }
+        };
+        let l2 = finite_in("l2", self.l2, self.l2 > 0.0, "> 0 (the L2 strength lambda)")?;
+        let l1 = finite_in("l1", self.l1, self.l1 >= 0.0, ">= 0")?;
+        let solver =
+            one_of("solver", &self.solver, SolverKind::NAMES, &[SolverKind::Auto, SolverKind::Sdca])?;
+        let sampling =
+            one_of("sampling", &self.sampling, Sampling::NAMES, &[Sampling::Uniform, Sampling::Permutation])?;
+        let tol = finite_in("tol", self.tol, self.tol > 0.0, "> 0 (a relative duality gap)")?;
+        if !(1..=u32::MAX as i64).contains(&self.max_epochs) {
+            return Err(invalid("max_epochs", format!("got {}; must be >= 1", self.max_epochs)));
+        }
+        if !(1..=u32::MAX as i64).contains(&self.check_every) {
+            return Err(invalid("check_every", format!("got {}; must be >= 1", self.check_every)));
+        }
+        if self.seed < 0 {
+            return Err(invalid("seed", format!("got {}; must be >= 0", self.seed)));
+        }
+        let scaling =
+            finite_in("intercept_scaling", self.intercept_scaling, self.intercept_scaling > 0.0, "> 0")?;
+        if let Some(s) = self.max_seconds {
+            finite_in("max_seconds", s, s > 0.0, "> 0")?;
+        }
+        Ok(FitConfig {
+            loss,
+            l2,
+            l1,
+            solver,
+            sampling,
+            tol,
+            max_epochs: self.max_epochs as u32,
+            check_every: self.check_every as u32,
+            seed: self.seed as u64,
+            intercept_scaling: if self.fit_intercept { scaling } else { 0.0 },
+            max_seconds: self.max_seconds,
+            _checked: (),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_check() {
+        let cfg = FitParams::default().check().unwrap();
+        assert_eq!(cfg.loss, LossKind::Logistic);
+        assert_eq!(cfg.intercept_scaling, 1.0);
+    }
+
+    #[test]
+    fn bad_values_name_the_parameter() {
+        let cases: Vec<(FitParams, &str)> = vec![
+            (FitParams { loss: "hinj".into(), ..Default::default() }, "loss"),
+            (FitParams { l2: 0.0, ..Default::default() }, "l2"),
+            (FitParams { l2: f64::NAN, ..Default::default() }, "l2"),
+            (FitParams { l1: -1.0, ..Default::default() }, "l1"),
+            (FitParams { tol: 0.0, ..Default::default() }, "tol"),
+            (FitParams { max_epochs: 0, ..Default::default() }, "max_epochs"),
+            (FitParams { solver: "newton".into(), ..Default::default() }, "solver"),
+            (FitParams { sampling: "cyclic".into(), ..Default::default() }, "sampling"),
+            (FitParams { loss: "smooth_hinge".into(), smoothing: 0.0, ..Default::default() }, "smoothing"),
+            (FitParams { seed: -3, ..Default::default() }, "seed"),
+        ];
+        for (p, name) in cases {
+            let err = p.check().unwrap_err();
+            assert!(matches!(err, SdcaError::InvalidParameter { name: n, .. } if n == name), "{err}");
+        }
+        let msg = FitParams { loss: "hinj".into(), ..Default::default() }.check().unwrap_err().to_string();
+        assert!(msg.contains("expected one of hinge"), "{msg}");
+    }
+
+    #[test]
+    fn send_sync() {
+        fn ok<T: Send + Sync>() {}
+        ok::<FitConfig>();
+        ok::<FitParams>();
+        ok::<SdcaError>();
+    }
+}

@@ -1,0 +1,292 @@
+//! Row views over feature matrices, borrowed from the caller's buffers.
+//!
+//! SDCA touches one example at a time, so the solvers need row access: a CSR view for sparse
+//! features (Arrow's `List(Struct{index, value})` is CSR already: the list offsets are the row
+//! pointer) and a row-major dense view. Both are validated once, in their constructors, so every
+//! view that exists is safe to index without bounds checks in the hot loops.
+
+use crate::error::{Result, SdcaError};
+
+/// Row access shared by the solvers: the kernels of one coordinate step.
+pub trait Rows: Sync {
+    /// Number of rows (examples).
+    fn n_rows(&self) -> usize;
+    /// Number of columns (features).
+    fn n_cols(&self) -> usize;
+    /// `x_i . w` (`w.len() >= n_cols`).
+    fn dot(&self, i: usize, w: &[f64]) -> f64;
+    /// `sum_j x_ij * f(v_j)`: a dot product with a coordinate map applied on the fly, used when
+    /// `w = grad g*(v)` is not stored (elastic net keeps only `v`).
+    fn dot_map<F: Fn(f64) -> f64>(&self, i: usize, v: &[f64], f: F) -> f64;
+    /// `v += a * x_i`.
+    fn axpy(&self, i: usize, a: f64, v: &mut [f64]);
+    /// `||x_i||^2`.
+    fn sq_norm(&self, i: usize) -> f64;
+    /// `x_i . w` for a model of width `w.len()`, which may differ from the view's: a sparse
+    /// index outside `w`, or a dense row of another width, is an error (prediction path).
+    fn dot_checked(&self, i: usize, w: &[f64]) -> Result<f64>;
+}
+
+/// A compressed-sparse-row matrix borrowed from Arrow buffers.
+///
+/// `indptr` may start anywhere (Arrow list arrays can be slices); row `i` is
+/// `indices[indptr[i]..indptr[i + 1]]`.
+#[derive(Debug, Clone, Copy)]
+pub struct CsrView<'a> {
+    indptr: &'a [i64],
+    indices: &'a [u32],
+    values: &'a [f64],
+    n_cols: usize,
+}
+
+impl<'a> CsrView<'a> {
+    /// Validates and wraps CSR buffers.
+    ///
+    /// Checks: `indptr` non-decreasing and inside the child arrays, every index `< n_cols`, no
+    /// index twice in a row (unsorted rows are allowed), every value finite. Costs one pass over
+    /// the non-zeros (plus a sort of each unsorted row).
+    pub fn new(indptr: &'a [i64], indices: &'a [u32], values: &'a [f64], n_cols: usize) -> Result<Self> {
+        if indptr.is_empty() {
+            return Err(SdcaError::Internal("csr indptr must have n_rows + 1 entries".into()));
+        }
+        if indices.len() != values.len() {
+            return Err(SdcaError::ShapeMismatch {
+                what: "sparse indices and values",
+                expected: indices.len(),
+                got: values.len(),
+            });
+        }
+        let mut scratch: Vec<u32> = Vec::new();
+        for (row, w) in indptr.windows(2).enumerate() {
+            let (lo, hi) = (w[0], w[1]);
+            if lo < 0 || hi < lo || hi as usize > indices.len() {
+                return Err(SdcaError::Internal(format!(
+                    "row {row}: list offsets {lo}..{hi} outside the child arrays"
+                )));
+            }
+            let (idx, val) = (&indices[lo as usize..hi as usize], &values[lo as usize..hi as usize]);
+            for (&j, &x) in idx.iter().zip(val) {
+                if j as usize >= n_cols {
+                    return Err(SdcaError::IndexOutOfRange { row, index: j as i64, n_features: n_cols });
+                }
+                if !x.is_finite() {
+                    return Err(SdcaError::NonFiniteFeature { row, value: x });
+                }
+            }
+            // Duplicates: free for sorted rows (the common case); unsorted rows are sorted in a
+            // scratch copy.
+            if idx.windows(2).any(|p| p[0] >= p[1]) {
+                scratch.clear();
+                scratch.extend_from_slice(idx);
+                scratch.sort_unstable();
+                if let Some(p) = scratch.windows(2).find(|p| p[0] == p[1]) {
+                    return Err(SdcaError::DuplicateIndex { row, index: p[0] });
+                }
+            }
+        }
+        Ok(Self { indptr, indices, values, n_cols })
+    }
+
+    #[inline(always)]
+    fn span(&self, i: usize) -> (usize, usize) {
+        debug_assert!(i + 1 < self.indptr.len());
+        // SAFETY: `i < n_rows` is a caller invariant (solvers iterate over `0..n_rows`), and the
+        // constructor checked that every `indptr` entry is a valid non-negative offset.
+        unsafe { (*self.indptr.get_unchecked(i) as usize, *self.indptr.get_unchecked(i + 1) as usize) }
+    }
+
+    /// Number of stored entries in row `i`.
+    pub fn row_nnz(&self, i: usize) -> usize {
+        let (lo, hi) = self.span(i);
+        hi - lo
+    }
+
+    /// Total number of stored entries over all rows.
+    pub fn nnz(&self) -> usize {
+        (self.indptr[self.indptr.len() - 1] - self.indptr[0]) as usize
+    }
+
+    /// The indices and values of row `i`.
+    pub fn row(&self, i: usize) -> (&'a [u32], &'a [f64]) {
+        let (lo, hi) = self.span(i);
+        (&self.indices[lo..hi], &self.values[lo..hi])
+    }
+}
+
+impl Rows for CsrView<'_> {
+    fn n_rows(&self) -> usize {
+        self.indptr.len() - 1
+    }
+    fn n_cols(&self) -> usize {
+        self.n_cols
+    }
+    #[inline]
+    fn dot(&self, i: usize, w: &[f64]) -> f64 {
+        self.dot_map(i, w, |x| x)
+    }
+    #[inline]
+    fn dot_map<F: Fn(f64) -> f64>(&self, i: usize, v: &[f64], f: F) -> f64 {
+        assert!(v.len() >= self.n_cols);
+        let (lo, hi) = self.span(i);
+        let mut acc = 0.0;
+        for k in lo..hi {
+            // SAFETY: `lo..hi` lies inside the child arrays and every index is `< n_cols <=
+            // v.len()`, both checked in `new` and by the assert above.
+            unsafe {
+                let j = *self.indices.get_unchecked(k) as usize;
+                acc += *self.values.get_unchecked(k) * f(*v.get_unchecked(j));
+            }
+        }
+        acc
+    }
+    #[inline]
+    fn axpy(&self, i: usize, a: f64, v: &mut [f64]) {
+        assert!(v.len() >= self.n_cols);
+        let (lo, hi) = self.span(i);
+        for k in lo..hi {
+            // SAFETY: as in `dot_map`.
+            unsafe {
+                let j = *self.indices.get_unchecked(k) as usize;
+                *v.get_unchecked_mut(j) += a * *self.values.get_unchecked(k);
+            }
+        }
+    }
+    fn sq_norm(&self, i: usize) -> f64 {
+        self.row(i).1.iter().map(|x| x * x).sum()
+    }
+    fn dot_checked(&self, i: usize, w: &[f64]) -> Result<f64> {
+        let (idx, val) = self.row(i);
+        let mut acc = 0.0;
+        for (&j, &x) in idx.iter().zip(val) {
+            match w.get(j as usize) {
+                Some(wj) => acc += x * wj,
+                None => {
+                    return Err(SdcaError::IndexOutOfRange { row: i, index: j as i64, n_features: w.len() })
+                }
+            }
+        }
+        Ok(acc)
+    }
+}
+
+/// A row-major dense matrix.
+#[derive(Debug, Clone, Copy)]
+pub struct DenseView<'a> {
+    data: &'a [f64],
+    n_rows: usize,
+    n_cols: usize,
+}
+
+impl<'a> DenseView<'a> {
+    /// Validates and wraps a row-major buffer of `n_rows * n_cols` finite values.
+    pub fn new(data: &'a [f64], n_rows: usize, n_cols: usize) -> Result<Self> {
+        if data.len() != n_rows * n_cols {
+            return Err(SdcaError::ShapeMismatch {
+                what: "dense feature buffer (n_rows * n_features)",
+                expected: n_rows * n_cols,
+                got: data.len(),
+            });
+        }
+        if let Some(k) = data.iter().position(|x| !x.is_finite()) {
+            return Err(SdcaError::NonFiniteFeature { row: k / n_cols.max(1), value: data[k] });
+        }
+        Ok(Self { data, n_rows, n_cols })
+    }
+
+    /// Row `i` as a slice.
+    #[inline(always)]
+    pub fn row(&self, i: usize) -> &'a [f64] {
+        &self.data[i * self.n_cols..(i + 1) * self.n_cols]
+    }
+}
+
+impl Rows for DenseView<'_> {
+    fn n_rows(&self) -> usize {
+        self.n_rows
+    }
+    fn n_cols(&self) -> usize {
+        self.n_cols
+    }
+    #[inline]
+    fn dot(&self, i: usize, w: &[f64]) -> f64 {
+        self.row(i).iter().zip(&w[..self.n_cols]).map(|(x, w)| x * w).sum()
+    }
+    #[inline]
+    fn dot_map<F: Fn(f64) -> f64>(&self, i: usize, v: &[f64], f: F) -> f64 {
+        self.row(i).iter().zip(&v[..self.n_cols]).map(|(x, v)| x * f(*v)).sum()
+    }
+    #[inline]
+    fn axpy(&self, i: usize, a: f64, v: &mut [f64]) {
+        for (vj, x) in v[..self.n_cols].iter_mut().zip(self.row(i)) {
+            *vj += a * x;
+        }
+    }
+    fn sq_norm(&self, i: usize) -> f64 {
+        self.row(i).iter().map(|x| x * x).sum()
+    }
+    fn dot_checked(&self, i: usize, w: &[f64]) -> Result<f64> {
+        if w.len() != self.n_cols {
+            return Err(SdcaError::ShapeMismatch {
+                what: "model width vs dense feature columns",
+                expected: w.len(),
+                got: self.n_cols,
+            });
+        }
+        Ok(self.dot(i, w))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn csr_kernels_match_dense() {
+        let indptr = [0i64, 2, 2, 5];
+        let indices = [3u32, 0, 1, 2, 3];
+        let values = [1.0, 2.0, -1.0, 0.5, 4.0];
+        let csr = CsrView::new(&indptr, &indices, &values, 4).unwrap();
+        let dense_buf = [2.0, 0.0, 0.0, 1.0, 0.0, 0.0, 0.0, 0.0, 0.0, -1.0, 0.5, 4.0];
+        let dense = DenseView::new(&dense_buf, 3, 4).unwrap();
+        let w = [1.0, 2.0, 3.0, 4.0];
+        for i in 0..3 {
+            assert_eq!(csr.dot(i, &w), dense.dot(i, &w));
+            assert_eq!(csr.sq_norm(i), dense.sq_norm(i));
+            let (mut a, mut b) = ([0.0; 4], [0.0; 4]);
+            csr.axpy(i, 2.0, &mut a);
+            dense.axpy(i, 2.0, &mut b);
+            assert_eq!(a, b);
+        }
+        assert_eq!(csr.nnz(), 5);
+        assert!(csr.dot_checked(0, &w[..3]).is_err());
+        assert_eq!(csr.dot_checked(1, &w[..1]).unwrap(), 0.0);
+        assert!(dense.dot_checked(0, &w[..3]).is_err());
+    }
+
+    #[test]
+    fn csr_rejects_bad_input() {
+        let indptr = [0i64, 2];
+        assert!(matches!(
+            CsrView::new(&indptr, &[1, 1], &[1.0, 1.0], 3),
+            Err(SdcaError::DuplicateIndex { row: 0, index: 1 })
+        ));
+        assert!(matches!(
+            CsrView::new(&indptr, &[1, 7], &[1.0, 1.0], 3),
+            Err(SdcaError::IndexOutOfRange { row: 0, index: 7, .. })
+        ));
+        assert!(matches!(
+            CsrView::new(&indptr, &[1, 0], &[1.0, f64::NAN], 3),
+            Err(SdcaError::NonFiniteFeature { row: 0, .. })
+        ));
+        // Sliced offsets (not starting at 0) are fine.
+        let sliced = [2i64, 3];
+        let v = CsrView::new(&sliced, &[0, 1, 2], &[1.0, 1.0, 5.0], 3).unwrap();
+        assert_eq!(v.dot(0, &[1.0, 1.0, 1.0]), 5.0);
+    }
+
+    #[test]
+    fn dense_rejects_non_finite() {
+        let err = DenseView::new(&[1.0, f64::INFINITY, 0.0, 0.0], 2, 2).unwrap_err();
+        assert_eq!(err, SdcaError::NonFiniteFeature { row: 0, value: f64::INFINITY });
+    }
+}

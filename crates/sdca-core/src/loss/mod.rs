@@ -1,0 +1,205 @@
+//! Scalar losses: value, conjugate, exact dual coordinate step.
+//!
+//! Conventions (DESIGN.md section 3, `papers/notes/sdca.md` section 3): the primal loss is
+//! `phi(a, y)` at the score `a = x . w + b`; each row has one dual variable `alpha` with
+//! `w = grad g*(v)`, `v = (1 / (l2 n)) sum_i s_i alpha_i x_i`. For binary margin losses labels
+//! are `y in {-1, +1}` and `b = alpha * y` is the box-constrained quantity.
+//!
+//! A loss supplies scalars and never loops; the solvers in `crate::solver` drive them.
+
+mod absolute;
+mod epsilon_insensitive;
+mod hinge;
+mod logistic;
+mod smooth_hinge;
+mod squared;
+mod squared_hinge;
+
+pub use absolute::Absolute;
+pub use epsilon_insensitive::EpsilonInsensitive;
+pub use hinge::Hinge;
+pub use logistic::{sigmoid, Logistic};
+pub use smooth_hinge::SmoothHinge;
+pub use squared::Squared;
+pub use squared_hinge::SquaredHinge;
+
+/// A convex scalar loss with the pieces SDCA needs.
+pub trait Loss: Copy + Send + Sync {
+    /// The name users pass as `loss=`.
+    const NAME: &'static str;
+    /// Margin losses take labels in `{-1, +1}`; the others take any finite real label.
+    const CLASSIFICATION: bool;
+
+    /// `phi(a, y)`.
+    fn value(&self, a: f64, y: f64) -> f64;
+
+    /// `phi*(-alpha, y)`, the convex conjugate at `-alpha`; `+inf` outside its domain.
+    fn conj_neg(&self, alpha: f64, y: f64) -> f64;
+
+    /// The exact dual coordinate step (Option I of `prox-sdca.txt`, Figure 1): returns
+    /// `argmax_b -phi*(-b) - (b - alpha) a - (q / 2) (b - alpha)^2` with `q > 0` the scaled
+    /// squared row norm `s_i ||x_i||^2 / (l2 n)`.
+    fn dual_step(&self, alpha: f64, a: f64, y: f64, q: f64) -> f64;
+
+    /// A dual value matching the score `a`: `-phi'(a)` (a subgradient choice for non-smooth
+    /// losses). Fenchel-Young holds with equality there; used for rows that cannot move `w`
+    /// (zero rows) and for warm starts.
+    fn dual_of(&self, a: f64, y: f64) -> f64;
+
+    /// `gamma` such that `phi` is `(1 / gamma)`-smooth (`phi*` is `gamma`-strongly convex);
+    /// `0` for non-smooth losses. Drives the accelerated solver's `auto` rule.
+    fn smoothness(&self) -> f64;
+
+    /// The Fenchel-Young gap of one row, `phi(a) + phi*(-alpha) + alpha a >= 0`: zero exactly
+    /// when `alpha` and `a` are optimal for each other; the mean over rows is the duality gap.
+    #[inline]
+    fn block_gap(&self, alpha: f64, a: f64, y: f64) -> f64 {
+        self.value(a, y) + self.conj_neg(alpha, y) + alpha * a
+    }
+}
+
+/// The loss chosen by name, with its parameters (checked in [`crate::config`]).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum LossKind {
+    /// `max(0, 1 - y a)`.
+    Hinge,
+    /// Smoothed hinge with parameter `smoothing` (`gamma` of `sdca.txt` eq. 6).
+    SmoothHinge {
+        /// Width of the quadratic piece, `> 0`.
+        smoothing: f64,
+    },
+    /// `max(0, 1 - y a)^2`.
+    SquaredHinge,
+    /// `log(1 + exp(-y a))`.
+    Logistic,
+    /// `(a - y)^2 / 2`.
+    Squared,
+    /// `|a - y|`.
+    Absolute,
+    /// `max(0, |a - y| - epsilon)`.
+    EpsilonInsensitive {
+        /// Half-width of the insensitive tube, `>= 0`.
+        epsilon: f64,
+    },
+}
+
+impl LossKind {
+    /// Every accepted name, for error messages.
+    pub const NAMES: &'static [&'static str] =
+        &["hinge", "smooth_hinge", "squared_hinge", "logistic", "squared", "absolute", "epsilon_insensitive"];
+
+    /// The user-facing name.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Self::Hinge => Hinge::NAME,
+            Self::SmoothHinge { .. } => SmoothHinge::NAME,
+            Self::SquaredHinge => SquaredHinge::NAME,
+            Self::Logistic => Logistic::NAME,
+            Self::Squared => Squared::NAME,
+            Self::Absolute => Absolute::NAME,
+            Self::EpsilonInsensitive { .. } => EpsilonInsensitive::NAME,
+        }
+    }
+
+    /// Whether labels must be binary classes.
+    pub fn is_classification(&self) -> bool {
+        matches!(self, Self::Hinge | Self::SmoothHinge { .. } | Self::SquaredHinge | Self::Logistic)
+    }
+}
+
+/// Clamp into `[lo, hi]`; NaN maps to `lo` so a degenerate step never poisons the duals.
+#[inline(always)]
+pub(crate) fn clamp(x: f64, lo: f64, hi: f64) -> f64 {
+    if x >= hi {
+        hi
+    } else if x > lo {
+        x
+    } else {
+        lo
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod testing {
+    //! Checks every loss must pass (STYLE.md 2.5): Fenchel-Young, the dual step is the 1-D
+    //! argmax, block gaps are never negative.
+    use super::Loss;
+
+    /// Golden-section maximum of a concave `f` on `[lo, hi]`.
+    pub fn argmax(f: impl Fn(f64) -> f64, mut lo: f64, mut hi: f64) -> f64 {
+        let r = (5f64.sqrt() - 1.0) / 2.0;
+        for _ in 0..200 {
+            let m1 = hi - r * (hi - lo);
+            let m2 = lo + r * (hi - lo);
+            if f(m1) < f(m2) {
+                lo = m1;
+            } else {
+                hi = m2;
+            }
+        }
+        0.5 * (lo + hi)
+    }
+
+    pub fn labels<L: Loss>() -> Vec<f64> {
+        if L::CLASSIFICATION {
+            vec![-1.0, 1.0]
+        } else {
+            vec![-2.5, 0.0, 0.3, 4.0]
+        }
+    }
+
+    /// The dual domain in `alpha` for a label (bounded so golden search is well defined).
+    pub fn domain<L: Loss>(y: f64) -> (f64, f64) {
+        if L::CLASSIFICATION {
+            if y > 0.0 {
+                (0.0, if L::NAME == "squared_hinge" { 200.0 } else { 1.0 })
+            } else {
+                (if L::NAME == "squared_hinge" { -200.0 } else { -1.0 }, 0.0)
+            }
+        } else if L::NAME == "squared" {
+            (-100.0, 100.0)
+        } else {
+            (-1.0, 1.0)
+        }
+    }
+
+    pub fn check_loss<L: Loss>(loss: L) {
+        let scores = [-30.0, -3.0, -1.0, -0.2, 0.0, 0.4, 0.999, 1.0, 1.7, 5.0, 40.0];
+        let qs = [1e-3, 0.1, 1.0, 7.0];
+        for y in labels::<L>() {
+            let (lo, hi) = domain::<L>(y);
+            for &a in &scores {
+                // Fenchel-Young: >= 0 everywhere, = 0 at the matching dual.
+                for k in 0..=20 {
+                    let alpha = lo + (hi - lo) * k as f64 / 20.0;
+                    let g = loss.block_gap(alpha, a, y);
+                    assert!(g >= -1e-12, "{}: FY {g} at alpha {alpha} a {a} y {y}", L::NAME);
+                }
+                let d = loss.dual_of(a, y);
+                let g = loss.block_gap(d, a, y);
+                assert!(g.abs() <= 1e-9 * (1.0 + a.abs()), "{}: FY at dual_of = {g} (a {a} y {y})", L::NAME);
+                // The dual step is the exact 1-D maximiser.
+                for &q in &qs {
+                    for k in 0..=4 {
+                        let alpha = lo + (hi - lo) * k as f64 / 4.0;
+                        let obj =
+                            |b: f64| -loss.conj_neg(b, y) - (b - alpha) * a - 0.5 * q * (b - alpha).powi(2);
+                        let got = loss.dual_step(alpha, a, y, q);
+                        assert!(
+                            got >= lo - 1e-12 && got <= hi + 1e-12,
+                            "{}: step {got} left the domain",
+                            L::NAME
+                        );
+                        let best = argmax(obj, lo, hi);
+                        let shortfall = obj(best) - obj(got);
+                        assert!(
+                            shortfall <= 1e-9 * (1.0 + obj(best).abs()),
+                            "{}: step {got} vs argmax {best}, shortfall {shortfall} (alpha {alpha} a {a} y {y} q {q})",
+                            L::NAME
+                        );
+                    }
+                }
+            }
+        }
+    }
+}
