@@ -1,0 +1,405 @@
+//! Series to core views: labels, features (sparse or dense) and weights.
+//!
+//! Arrow's `List(Struct{index, value})` already is CSR: the list offsets are the row pointer
+//! and the struct children are the column indices and values, so a single-chunk `UInt32` /
+//! `Float64` input is read without copying. Other index or value types are cast once. Dense
+//! inputs are a list of numeric columns (copied into one row-major buffer, which SDCA's row
+//! access needs), or one `List` / `Array` column whose values already are row-major.
+//!
+//! Nulls are found here at every level (list, struct, field) and either reported with their
+//! column and row (`null_policy="raise"`) or dropped from all inputs together (`"drop"`).
+
+use polars::prelude::*;
+use polars_arrow::array::Array;
+use sdca_core::{CsrView, DenseView};
+
+use crate::error::{compute, InColumn};
+use crate::kwargs::Layout;
+
+/// A contiguous buffer: borrowed from a single-chunk, null-free Arrow array, or owned.
+enum Buf<T: PolarsNumericType> {
+    Arrow(ChunkedArray<T>),
+    Owned(Vec<T::Native>),
+}
+
+impl<T: PolarsNumericType> Buf<T> {
+    fn from_series(s: &Series) -> PolarsResult<Self> {
+        let s = s.cast(&T::get_static_dtype())?.rechunk();
+        let ca: &ChunkedArray<T> = s.as_ref().as_ref();
+        if ca.null_count() == 0 && ca.cont_slice().is_ok() {
+            Ok(Self::Arrow(ca.clone()))
+        } else {
+            // Nulls were reported or dropped by the null policy before conversion.
+            Ok(Self::Owned(ca.iter().map(|v| v.unwrap_or_default()).collect()))
+        }
+    }
+
+    fn as_slice(&self) -> &[T::Native] {
+        match self {
+            Self::Arrow(ca) => ca.cont_slice().unwrap_or(&[]),
+            Self::Owned(v) => v,
+        }
+    }
+}
+
+/// Sparse features in CSR form.
+pub struct Sparse {
+    indptr: Vec<i64>,
+    indices: Buf<UInt32Type>,
+    values: Buf<Float64Type>,
+    n_cols: usize,
+    name: String,
+}
+
+/// Dense row-major features: a window of an Arrow buffer, or an owned copy.
+pub struct Dense {
+    buf: Buf<Float64Type>,
+    offset: usize,
+    n_rows: usize,
+    n_cols: usize,
+    name: String,
+}
+
+/// Features of one fit or prediction call.
+pub enum Features {
+    /// `List(Struct{index, value})`.
+    Sparse(Sparse),
+    /// Numeric columns, or one `List`/`Array` column of equal-length rows.
+    Dense(Dense),
+}
+
+impl Sparse {
+    /// The validated CSR view (checks indices, duplicates and finiteness once).
+    pub fn view(&self) -> PolarsResult<CsrView<'_>> {
+        self.view_with_width(self.n_cols)
+    }
+    /// The validated CSR view at another width (prediction with a wider model).
+    pub fn view_with_width(&self, n_cols: usize) -> PolarsResult<CsrView<'_>> {
+        CsrView::new(&self.indptr, self.indices.as_slice(), self.values.as_slice(), n_cols)
+            .in_column(&self.name)
+    }
+    /// Column name, for messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+    /// Declared or inferred width.
+    pub fn n_cols(&self) -> usize {
+        self.n_cols
+    }
+}
+
+impl Dense {
+    /// The validated row-major view.
+    pub fn view(&self) -> PolarsResult<DenseView<'_>> {
+        let data = &self.buf.as_slice()[self.offset..self.offset + self.n_rows * self.n_cols];
+        DenseView::new(data, self.n_rows, self.n_cols).in_column(&self.name)
+    }
+    /// Column name(s), for messages.
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+fn is_sparse_dtype(dt: &DataType) -> bool {
+    matches!(dt, DataType::List(inner) if matches!(inner.as_ref(), DataType::Struct(_)))
+}
+
+/// The struct field names of a sparse column, checked.
+fn sparse_fields(name: &str, dt: &DataType) -> PolarsResult<()> {
+    if let DataType::List(inner) = dt {
+        if let DataType::Struct(fields) = inner.as_ref() {
+            let find = |f: &str| fields.iter().find(|x| x.name().as_str() == f).map(|x| x.dtype().clone());
+            match (find("index"), find("value")) {
+                (Some(i), Some(v)) if i.is_integer() && v.is_primitive_numeric() => return Ok(()),
+                _ => {}
+            }
+        }
+    }
+    Err(compute(format!(
+        "column {name:?}: sparse features must be List(Struct{{index: integer, value: float}}), got {dt}"
+    )))
+}
+
+/// Checks the dtypes of the feature inputs when the plan is built (no data read).
+pub fn check_feature_dtypes(fields: &[Field]) -> PolarsResult<()> {
+    if fields.is_empty() {
+        return Err(compute("no feature columns given; pass features=[...] or a sparse column".into()));
+    }
+    if let [f] = fields {
+        let dt = f.dtype();
+        if let DataType::List(inner) = dt {
+            if matches!(inner.as_ref(), DataType::Struct(_)) {
+                return sparse_fields(f.name(), dt);
+            }
+            if inner.is_primitive_numeric() {
+                return Ok(());
+            }
+        }
+        if let DataType::Array(inner, _) = dt {
+            if inner.is_primitive_numeric() {
+                return Ok(());
+            }
+        }
+    }
+    for f in fields {
+        if !(f.dtype().is_primitive_numeric() || f.dtype().is_bool() || f.dtype().is_null()) {
+            return Err(compute(format!(
+                "column {:?}: feature columns must be numeric (or one List(Float64) / Array / sparse List(Struct{{index, value}}) column), got {}",
+                f.name(),
+                f.dtype()
+            )));
+        }
+    }
+    Ok(())
+}
+
+/// Per-row "has a null anywhere" flags of one input, or `None` when it has none.
+fn null_rows(s: &Series) -> PolarsResult<Option<Vec<bool>>> {
+    let n = s.len();
+    let mut bad = vec![false; n];
+    let mut any = false;
+    let mut mark = |r: usize, bad: &mut Vec<bool>| {
+        bad[r] = true;
+        any = true;
+    };
+    match s.dtype() {
+        DataType::List(_) => {
+            let s = s.rechunk();
+            let ca = s.list()?;
+            let arr = ca.downcast_as_array();
+            let inner = ca.get_inner();
+            let mut inner_bad: Vec<bool> = inner.is_null().iter().map(|v| v.unwrap_or(true)).collect();
+            if let DataType::Struct(_) = inner.dtype() {
+                for f in inner.struct_()?.fields_as_series() {
+                    for (k, v) in f.is_null().iter().enumerate() {
+                        inner_bad[k] |= v.unwrap_or(true);
+                    }
+                }
+            }
+            let offs = arr.offsets().as_slice();
+            for r in 0..n {
+                let (lo, hi) = (offs[r] as usize, offs[r + 1] as usize);
+                if !arr.is_valid(r) || inner_bad[lo..hi].iter().any(|b| *b) {
+                    mark(r, &mut bad);
+                }
+            }
+        }
+        DataType::Array(_, width) => {
+            let width = *width;
+            let s = s.rechunk();
+            let ca = s.array()?;
+            let inner = ca.get_inner();
+            let inner_bad: Vec<bool> = inner.is_null().iter().map(|v| v.unwrap_or(true)).collect();
+            let outer = ca.is_null();
+            for (r, o) in outer.iter().enumerate() {
+                let lo = r * width;
+                if o.unwrap_or(true) || inner_bad.get(lo..lo + width).is_some_and(|w| w.iter().any(|b| *b)) {
+                    mark(r, &mut bad);
+                }
+            }
+        }
+        _ => {
+            if s.null_count() > 0 {
+                for (r, v) in s.is_null().iter().enumerate() {
+                    if v.unwrap_or(true) {
+                        mark(r, &mut bad);
+                    }
+                }
+            }
+        }
+    }
+    Ok(any.then_some(bad))
+}
+
+/// Applies the null policy to all inputs together. Returns the (possibly filtered) inputs and,
+/// when rows were dropped, the original index of each kept row.
+pub fn apply_null_policy(
+    inputs: &[Series],
+    policy: &str,
+) -> PolarsResult<(Vec<Series>, Option<Vec<IdxSize>>)> {
+    let n = inputs.first().map_or(0, |s| s.len());
+    let mut drop: Option<Vec<bool>> = None;
+    for s in inputs {
+        if s.len() != n && s.len() != 1 {
+            return Err(compute(format!(
+                "column {:?} has {} rows but the label has {n}; all inputs must have the same length",
+                s.name(),
+                s.len()
+            )));
+        }
+        if let Some(bad) = null_rows(s)? {
+            match policy {
+                "raise" => {
+                    let r = bad.iter().position(|b| *b).unwrap_or(0);
+                    return Err(compute(format!(
+                        "column {:?}, row {r}: null value; drop or impute it, or pass null_policy=\"drop\"",
+                        s.name()
+                    )));
+                }
+                "drop" => {
+                    let d = drop.get_or_insert_with(|| vec![false; n]);
+                    for (x, b) in d.iter_mut().zip(bad) {
+                        *x |= b;
+                    }
+                }
+                other => {
+                    return Err(compute(format!(
+                    "invalid parameter `null_policy`: unknown value {other:?}; expected one of raise, drop"
+                )))
+                }
+            }
+        }
+    }
+    let Some(drop) = drop else { return Ok((inputs.to_vec(), None)) };
+    let keep: BooleanChunked = drop.iter().map(|d| !d).collect();
+    let kept: Vec<IdxSize> = (0..n).filter(|&i| !drop[i]).map(|i| i as IdxSize).collect();
+    let filtered = inputs.iter().map(|s| s.filter(&keep)).collect::<PolarsResult<Vec<_>>>()?;
+    Ok((filtered, Some(kept)))
+}
+
+fn sparse(s: &Series, n_features: Option<i64>) -> PolarsResult<Sparse> {
+    let name = s.name().to_string();
+    sparse_fields(&name, s.dtype())?;
+    let s = s.rechunk();
+    let ca = s.list()?;
+    let arr = ca.downcast_as_array();
+    let indptr = arr.offsets().as_slice().to_vec();
+    let inner = ca.get_inner();
+    let st = inner.struct_()?;
+    let index = st.field_by_name("index")?;
+    let value = st.field_by_name("value")?;
+    let row_of = |k: usize| indptr.partition_point(|&o| o as usize <= k).saturating_sub(1);
+    // Negative indices cannot be cast to u32: report them with their row first.
+    if index.dtype().is_signed_integer() {
+        let as_i64 = index.cast(&DataType::Int64)?;
+        let negative =
+            as_i64.i64()?.iter().enumerate().find_map(|(k, v)| v.filter(|v| *v < 0).map(|v| (k, v)));
+        if let Some((k, v)) = negative {
+            return Err(compute(format!(
+                "column {name:?}: row {}: feature index {v} is negative; indices must be >= 0",
+                row_of(k)
+            )));
+        }
+    }
+    let max_index = index.cast(&DataType::UInt64)?.u64()?.max();
+    if let Some(m) = max_index {
+        if m > u32::MAX as u64 - 1 {
+            return Err(compute(format!(
+                "column {name:?}: feature index {m} is too large (the limit is 2^32 - 2)"
+            )));
+        }
+    }
+    let n_cols = match n_features {
+        Some(w) if w < 0 => {
+            return Err(compute(format!("invalid parameter `n_features`: got {w}; must be >= 0")));
+        }
+        Some(w) => w as usize,
+        None => max_index.map_or(0, |m| m as usize + 1),
+    };
+    Ok(Sparse { indptr, indices: Buf::from_series(&index)?, values: Buf::from_series(&value)?, n_cols, name })
+}
+
+fn dense_vector(s: &Series) -> PolarsResult<Dense> {
+    let name = s.name().to_string();
+    let s = s.rechunk();
+    let n_rows = s.len();
+    let (inner, offset, n_cols) = match s.dtype() {
+        DataType::Array(_, width) => (s.array()?.get_inner(), 0usize, *width),
+        _ => {
+            let ca = s.list()?;
+            let offs = ca.downcast_as_array().offsets().as_slice().to_vec();
+            let width = if n_rows == 0 { 0 } else { (offs[1] - offs[0]) as usize };
+            if let Some(r) = (0..n_rows).find(|&r| (offs[r + 1] - offs[r]) as usize != width) {
+                return Err(compute(format!(
+                    "column {name:?}, row {r}: has {} values but row 0 has {width}; dense vector rows must all have the same length",
+                    offs[r + 1] - offs[r]
+                )));
+            }
+            (ca.get_inner(), offs.first().copied().unwrap_or(0) as usize, width)
+        }
+    };
+    if inner.len() < offset + n_rows * n_cols {
+        return Err(compute(
+            "internal error: dense vector buffer shorter than its rows; please report".into(),
+        ));
+    }
+    Ok(Dense { buf: Buf::from_series(&inner)?, offset, n_rows, n_cols, name })
+}
+
+fn dense_columns(cols: &[Series]) -> PolarsResult<Dense> {
+    let n_rows = cols[0].len();
+    let n_cols = cols.len();
+    let mut data = vec![0.0; n_rows * n_cols];
+    for (j, c) in cols.iter().enumerate() {
+        let c = c.cast(&DataType::Float64)?;
+        for (i, v) in c.f64()?.iter().enumerate() {
+            data[i * n_cols + j] = v.unwrap_or(f64::NAN);
+        }
+    }
+    let name = cols.iter().map(|c| c.name().as_str()).collect::<Vec<_>>().join(", ");
+    Ok(Dense { buf: Buf::Owned(data), offset: 0, n_rows, n_cols, name })
+}
+
+/// Builds the feature input from the feature series (after the null policy).
+pub fn features(cols: &[Series], layout: &Layout) -> PolarsResult<Features> {
+    check_feature_dtypes(&cols.iter().map(|c| c.field().into_owned()).collect::<Vec<_>>())?;
+    match cols {
+        [s] if is_sparse_dtype(s.dtype()) => Ok(Features::Sparse(sparse(s, layout.n_features)?)),
+        [s] if matches!(s.dtype(), DataType::List(_) | DataType::Array(..)) => {
+            Ok(Features::Dense(dense_vector(s)?))
+        }
+        _ => Ok(Features::Dense(dense_columns(cols)?)),
+    }
+}
+
+/// Labels for the core, and the class values for classification (in the label's dtype).
+pub struct Labels {
+    /// `+-1` for classification, the raw value for regression.
+    pub y: Vec<f64>,
+    /// `[negative, positive]` in the label dtype (classification only).
+    pub classes: Option<Series>,
+}
+
+/// Converts a label column for a binary (`classification`) or regression loss.
+pub fn labels(s: &Series, classification: bool, loss: &str) -> PolarsResult<Labels> {
+    let name = s.name().to_string();
+    let dt = s.dtype().clone();
+    if !(dt.is_primitive_numeric() || dt.is_bool()) {
+        return Err(compute(format!(
+            "column {name:?}: labels of dtype {dt} are not supported by loss {loss:?}; {}",
+            if classification {
+                "binary losses take {-1, +1}, {0, 1} or booleans"
+            } else {
+                "regression losses take numbers"
+            }
+        )));
+    }
+    let raw: Vec<f64> = s.cast(&DataType::Float64)?.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect();
+    if !classification {
+        return Ok(Labels { y: raw, classes: None });
+    }
+    let has = |c: f64| raw.contains(&c);
+    let negative = if dt.is_bool() || !has(-1.0) { 0.0 } else { -1.0 };
+    if let Some(r) = raw.iter().position(|v| !(*v == 1.0 || *v == negative)) {
+        let expected = if negative == 0.0 && has(-1.0) {
+            "labels mix -1 and 0"
+        } else {
+            "expected {-1, +1}, {0, 1} or booleans"
+        };
+        return Err(compute(format!(
+            "column {name:?}, row {r}: label {} is not valid for binary loss {loss:?}; {expected}",
+            raw[r]
+        )));
+    }
+    let y = raw.iter().map(|v| if *v == 1.0 { 1.0 } else { -1.0 }).collect();
+    let classes = Series::new(name.as_str().into(), [negative, 1.0]).cast(&dt)?;
+    Ok(Labels { y, classes: Some(classes) })
+}
+
+/// Sample weights as `f64`.
+pub fn weights(s: &Series) -> PolarsResult<Vec<f64>> {
+    if !(s.dtype().is_primitive_numeric() || s.dtype().is_bool()) {
+        return Err(compute(format!("column {:?}: weights must be numeric, got {}", s.name(), s.dtype())));
+    }
+    Ok(s.cast(&DataType::Float64)?.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
+}

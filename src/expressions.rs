@@ -1,0 +1,55 @@
+//! Every `#[polars_expr]` of the plugin: unpack, call a topic module, return.
+//!
+//! Registration flags (Python side): `fit` is an aggregation (`returns_scalar=True`),
+//! `fit_rows` sees whole groups, `predict` is elementwise.
+
+use polars::prelude::*;
+use pyo3_polars::derive::polars_expr;
+
+use crate::convert::check_feature_dtypes;
+use crate::error::param;
+use crate::fit::{self, split};
+use crate::kwargs::{FitKwargs, PredictKwargs};
+use crate::output::{model_fields, rows_fields};
+use crate::predict;
+
+fn fit_checked_fields(fields: &[Field], kw: &FitKwargs) -> PolarsResult<DataType> {
+    let cfg = kw.params().check().map_err(param)?;
+    fit::check_policies(kw)?;
+    let label = fields.first().ok_or_else(|| polars_err!(ComputeError: "fit needs a label column"))?;
+    let k = usize::try_from(kw.layout.n_feature_inputs).unwrap_or(0);
+    check_feature_dtypes(fields.get(1..1 + k).unwrap_or(&[]))?;
+    Ok(fit::prediction_dtype(label.dtype(), cfg.loss.is_classification()))
+}
+
+fn fit_output(fields: &[Field], kwargs: FitKwargs) -> PolarsResult<Field> {
+    fit_checked_fields(fields, &kwargs)?;
+    Ok(Field::new(fields[0].name().clone(), DataType::Struct(model_fields(fields[0].dtype()))))
+}
+
+fn fit_rows_output(fields: &[Field], kwargs: FitKwargs) -> PolarsResult<Field> {
+    let prediction = fit_checked_fields(fields, &kwargs)?;
+    Ok(Field::new(fields[0].name().clone(), DataType::Struct(rows_fields(&prediction))))
+}
+
+fn predict_output(fields: &[Field], kwargs: PredictKwargs) -> PolarsResult<Field> {
+    let model = fields.first().ok_or_else(|| polars_err!(ComputeError: "predict needs a model column"))?;
+    Ok(Field::new(model.name().clone(), predict::output_dtype(model.dtype(), &kwargs.kind)?))
+}
+
+#[polars_expr(output_type_func_with_kwargs = fit_output)]
+fn fit(inputs: &[Series], kwargs: FitKwargs) -> PolarsResult<Series> {
+    split(inputs, &kwargs.layout)?;
+    fit::model(inputs, &kwargs)
+}
+
+#[polars_expr(output_type_func_with_kwargs = fit_rows_output)]
+fn fit_rows(inputs: &[Series], kwargs: FitKwargs) -> PolarsResult<Series> {
+    split(inputs, &kwargs.layout)?;
+    fit::rows(inputs, &kwargs)
+}
+
+#[polars_expr(output_type_func_with_kwargs = predict_output)]
+fn predict(inputs: &[Series], kwargs: PredictKwargs) -> PolarsResult<Series> {
+    predict::predict(inputs, &kwargs)
+}

@@ -1,0 +1,153 @@
+//! One group's fit: inputs to core views, the core fit, and `on_error` handling.
+
+use polars::prelude::*;
+use sdca_core::{FitConfig, FitResult, Problem, RowOutputs, Rows, SdcaError};
+
+use crate::convert::{self, Features, Labels};
+use crate::error::{compute, param, InColumn};
+use crate::kwargs::{FitKwargs, Layout};
+use crate::output::{self, ModelMeta};
+
+/// Converted inputs of one group.
+pub struct Group {
+    labels: Labels,
+    features: Features,
+    weights: Option<(String, Vec<f64>)>,
+    label_name: String,
+    /// Input row of each fitted row, when `null_policy="drop"` removed some.
+    kept: Option<Vec<IdxSize>>,
+}
+
+/// Splits `inputs` by the layout: first, features, weights.
+pub fn split<'a>(
+    inputs: &'a [Series],
+    layout: &Layout,
+) -> PolarsResult<(&'a Series, &'a [Series], Option<&'a Series>)> {
+    let k = usize::try_from(layout.n_feature_inputs).unwrap_or(0);
+    let expected = 1 + k + usize::from(layout.has_weights);
+    if k == 0 || inputs.len() != expected {
+        return Err(compute(format!(
+            "internal error: expected {expected} inputs, got {}; please report",
+            inputs.len()
+        )));
+    }
+    Ok((&inputs[0], &inputs[1..1 + k], layout.has_weights.then(|| &inputs[1 + k])))
+}
+
+/// Checks the policies that are not solver parameters.
+pub fn check_policies(kw: &FitKwargs) -> PolarsResult<()> {
+    if !["raise", "null"].contains(&kw.on_error.as_str()) {
+        return Err(compute(format!(
+            "invalid parameter `on_error`: unknown value {:?}; expected one of raise, null",
+            kw.on_error
+        )));
+    }
+    if !["raise", "drop"].contains(&kw.layout.null_policy.as_str()) {
+        return Err(compute(format!(
+            "invalid parameter `null_policy`: unknown value {:?}; expected one of raise, drop",
+            kw.layout.null_policy
+        )));
+    }
+    Ok(())
+}
+
+/// Converts the inputs of one group.
+pub fn prepare(inputs: &[Series], kw: &FitKwargs, cfg: &FitConfig) -> PolarsResult<Group> {
+    let (inputs, kept) = convert::apply_null_policy(inputs, &kw.layout.null_policy)?;
+    let (label, feats, weights) = split(&inputs, &kw.layout)?;
+    let labels = convert::labels(label, cfg.loss.is_classification(), cfg.loss.name())?;
+    let features = convert::features(feats, &kw.layout)?;
+    let weights =
+        weights.map(|w| Ok::<_, PolarsError>((w.name().to_string(), convert::weights(w)?))).transpose()?;
+    Ok(Group { labels, features, weights, label_name: label.name().to_string(), kept })
+}
+
+fn solve_on<D: Rows>(
+    x: &D,
+    g: &Group,
+    cfg: &FitConfig,
+    rows: bool,
+) -> PolarsResult<(FitResult, Option<RowOutputs>)> {
+    let w = g.weights.as_ref().map(|(_, w)| w.as_slice());
+    let problem = Problem::new(x, &g.labels.y, w, cfg.loss).map_err(|e| match (&e, &g.weights) {
+        (SdcaError::InvalidWeight { .. }, Some((name, _))) => compute(format!("column {name:?}: {e}")),
+        _ => compute(format!("column {:?}: {e}", g.label_name)),
+    })?;
+    let fit = sdca_core::fit(&problem, cfg).map_err(param)?;
+    let out =
+        if rows { Some(sdca_core::row_outputs(&problem, cfg, &fit).in_column(&g.label_name)?) } else { None };
+    Ok((fit, out))
+}
+
+/// Runs the core fit on a prepared group.
+pub fn solve(g: &Group, cfg: &FitConfig, rows: bool) -> PolarsResult<(FitResult, Option<RowOutputs>)> {
+    match &g.features {
+        Features::Sparse(s) => solve_on(&s.view()?, g, cfg, rows),
+        Features::Dense(d) => solve_on(&d.view()?, g, cfg, rows),
+    }
+}
+
+fn meta<'a>(label: &'a Series, kw: &'a FitKwargs) -> ModelMeta<'a> {
+    ModelMeta { label_dtype: label.dtype(), loss: &kw.loss, l2: kw.l2, l1: kw.l1 }
+}
+
+/// The text a failed group records as its `status`.
+fn status_of(e: &PolarsError) -> String {
+    match e {
+        PolarsError::ComputeError(msg) => msg.to_string(),
+        other => other.to_string(),
+    }
+}
+
+/// `fit`: one model row for the group.
+pub fn model(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
+    check_policies(kw)?;
+    let cfg = kw.params().check().map_err(param)?;
+    let label = &inputs[0];
+    let meta = meta(label, kw);
+    let result = prepare(inputs, kw, &cfg).and_then(|g| {
+        let (fit, _) = solve(&g, &cfg, false)?;
+        output::model(label.name(), &meta, &fit, g.labels.classes.as_ref(), g.labels.y.len())
+    });
+    match result {
+        Err(e) if kw.on_error == "null" => output::null_model(label.name(), &meta, &status_of(&e)),
+        other => other,
+    }
+}
+
+/// The dtype of `fit_rows`' prediction field.
+pub fn prediction_dtype(label: &DataType, classification: bool) -> DataType {
+    if classification {
+        label.clone()
+    } else {
+        DataType::Float64
+    }
+}
+
+/// `fit_rows`: per-row prediction, decision, dual and block gap of the group's fit.
+pub fn rows(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
+    check_policies(kw)?;
+    let cfg = kw.params().check().map_err(param)?;
+    let label = &inputs[0];
+    let classification = cfg.loss.is_classification();
+    let dtype = prediction_dtype(label.dtype(), classification);
+    let result = prepare(inputs, kw, &cfg).and_then(|g| {
+        let (fit, out) = solve(&g, &cfg, true)?;
+        let out = out.ok_or_else(|| compute("internal error: missing row outputs; please report".into()))?;
+        let prediction = match &g.labels.classes {
+            Some(classes) => {
+                let idx = IdxCa::from_vec(
+                    "".into(),
+                    out.decision.iter().map(|d| IdxSize::from(*d > 0.0)).collect(),
+                );
+                classes.take(&idx)?
+            }
+            None => Series::new("".into(), &out.decision),
+        };
+        output::rows(label.name(), label.len(), &dtype, Some((&fit, &out, prediction)), g.kept.as_deref())
+    });
+    match result {
+        Err(_) if kw.on_error == "null" => output::rows(label.name(), label.len(), &dtype, None, None),
+        other => other,
+    }
+}
