@@ -1,0 +1,3 @@
+__version__: str
+
+def check_fit_kwargs(pickled: bytes) -> None: ...

@@ -1,0 +1,57 @@
+"""Type aliases and the typed option sets shared by the functional API and the namespace."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, TypedDict, Union
+
+import polars as pl
+
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import TypeAlias
+
+Loss = Literal[
+    "hinge",
+    "smooth_hinge",
+    "squared_hinge",
+    "logistic",
+    "squared",
+    "absolute",
+    "epsilon_insensitive",
+]
+"""Names accepted by ``loss=`` (DESIGN.md section 3)."""
+
+Solver = Literal["auto", "sdca"]
+Sampling = Literal["uniform", "permutation"]
+NullPolicy = Literal["raise", "drop"]
+OnError = Literal["raise", "null"]
+PredictKind = Literal["decision", "class", "proba"]
+
+IntoExpr: TypeAlias = str | pl.Expr
+"""A column name or an expression."""
+
+IntoFeatures: TypeAlias = Union[str, pl.Expr, "Sequence[str | pl.Expr]"]
+"""One sparse / vector column, or a list of numeric columns."""
+
+
+class FitOptions(TypedDict, total=False):
+    """Keyword options of :func:`polars_sdca.fit` and :func:`polars_sdca.fit_rows`."""
+
+    loss: Loss
+    l2: float
+    l1: float
+    smoothing: float
+    epsilon: float
+    solver: Solver
+    sampling: Sampling
+    tol: float
+    max_epochs: int
+    check_every: int
+    seed: int
+    fit_intercept: bool
+    intercept_scaling: float
+    weights: IntoExpr | None
+    n_features: int | None
+    max_seconds: float | None
+    null_policy: NullPolicy
+    on_error: OnError

