@@ -1,0 +1,378 @@
+"""Bad input raises a clear exception naming the column / row and the fix; nothing panics.
+
+Option errors are raised when the expression is built (ValueError / TypeError); data errors
+come from the plugin as ComputeError. Each case asserts the exception type and our part of
+the message.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+import polars as pl
+import pytest
+from polars.exceptions import ComputeError
+
+import polars_sdca as ps
+
+BASE = pl.DataFrame(
+    {
+        "x0": [0.5, -1.0, 2.0, 0.1, -0.3, 1.2],
+        "x1": [1.0, 0.0, -1.0, 0.4, 0.2, -0.7],
+        "y": [1, -1, 1, -1, 1, -1],
+        "t": [0.3, -1.2, 2.2, 0.0, 0.5, -0.1],
+        "w": [1.0, 1.0, 2.0, 1.0, 0.5, 1.0],
+    }
+)
+X = ["x0", "x1"]
+
+
+def sparse(rows: list[list[tuple[int, float]]]) -> pl.Series:
+    dtype = pl.List(pl.Struct({"index": pl.Int64, "value": pl.Float64}))
+    return pl.Series("sp", [[{"index": i, "value": v} for i, v in r] for r in rows], dtype=dtype)
+
+
+SP_OK = [[(0, 1.0)], [(1, 1.0)], [(0, -1.0), (2, 0.5)], [(2, 1.0)], [(1, -1.0)], [(0, 0.3)]]
+
+
+def with_sparse(rows: list[list[tuple[int, float]]]) -> pl.DataFrame:
+    return BASE.with_columns(sparse(rows))
+
+
+# (id, frame, expression builder, exception, message part)
+Case = tuple[str, Callable[[], pl.DataFrame], Callable[[], pl.Expr], type[Exception], str]
+
+OPTION_CASES: list[tuple[str, dict, type[Exception], str]] = [
+    ("unknown loss", {"loss": "hinj"}, ValueError, 'unknown loss "hinj"; expected one of hinge'),
+    ("l2 zero", {"l2": 0.0}, ValueError, "`l2`"),
+    ("l2 negative", {"l2": -1.0}, ValueError, "`l2`"),
+    ("l2 nan", {"l2": float("nan")}, ValueError, "`l2`"),
+    ("l1 negative", {"l1": -0.1}, ValueError, "`l1`"),
+    ("tol zero", {"tol": 0.0}, ValueError, "`tol`"),
+    ("max_epochs zero", {"max_epochs": 0}, ValueError, "`max_epochs`"),
+    ("check_every zero", {"check_every": 0}, ValueError, "`check_every`"),
+    ("seed negative", {"seed": -1}, ValueError, "`seed`"),
+    ("unknown solver", {"solver": "lbfgs"}, ValueError, "expected one of auto, sdca"),
+    ("unknown sampling", {"sampling": "cyclic"}, ValueError, "expected one of uniform, permutation"),
+    ("smoothing zero", {"loss": "smooth_hinge", "smoothing": 0.0}, ValueError, "`smoothing`"),
+    ("epsilon negative", {"loss": "epsilon_insensitive", "epsilon": -1.0}, ValueError, "`epsilon`"),
+    ("intercept_scaling zero", {"intercept_scaling": 0.0}, ValueError, "`intercept_scaling`"),
+    ("max_seconds zero", {"max_seconds": 0.0}, ValueError, "`max_seconds`"),
+    ("on_error unknown", {"on_error": "ignore"}, ValueError, "`on_error`"),
+    ("null_policy unknown", {"null_policy": "skip"}, ValueError, "`null_policy`"),
+    ("l2 string", {"l2": "small"}, TypeError, "l2 must be a number"),
+    ("l2 bool", {"l2": True}, TypeError, "l2 must be a number"),
+    ("max_epochs float", {"max_epochs": 2.5}, TypeError, "max_epochs must be an integer"),
+    ("loss not a string", {"loss": 3}, TypeError, "loss must be a string"),
+    ("fit_intercept not bool", {"fit_intercept": 1}, TypeError, "fit_intercept must be a bool"),
+    ("unknown option", {"lamda": 1.0}, TypeError, "unknown option(s) ['lamda']"),
+]
+
+
+@pytest.mark.parametrize(
+    ("opts", "exc", "msg"), [c[1:] for c in OPTION_CASES], ids=[c[0] for c in OPTION_CASES]
+)
+def test_bad_options_raise_when_building_the_expression(opts: dict, exc: type[Exception], msg: str) -> None:
+    with pytest.raises(exc, match=msg.replace("(", r"\(").replace(")", r"\)").replace("[", r"\[")):
+        ps.fit("y", X, **opts)
+
+
+def test_bad_feature_arguments() -> None:
+    with pytest.raises(ValueError, match="features is empty"):
+        ps.fit("y", [])
+    with pytest.raises(TypeError, match="features must be"):
+        ps.fit("y", 3)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown value 'prob'"):
+        ps.predict("m", X, kind="prob")  # type: ignore[arg-type]
+
+
+def test_numpy_scalars_are_accepted() -> None:
+    m = BASE.select(ps.fit("y", X, l2=np.float64(1e-2), max_epochs=np.int64(50), seed=np.uint8(3))).item()
+    assert m["status"] in ("ok", "max_epochs reached before tol")
+
+
+DATA_CASES: list[Case] = [
+    (
+        "null label",
+        lambda: BASE.with_columns(y=pl.Series([1, None, 1, -1, 1, -1])),
+        lambda: ps.fit("y", X),
+        ComputeError,
+        'column "y", row 1: null value',
+    ),
+    (
+        "null feature",
+        lambda: BASE.with_columns(x1=pl.Series([1.0, 0.0, None, 0.4, 0.2, -0.7])),
+        lambda: ps.fit("y", X),
+        ComputeError,
+        'column "x1", row 2: null value',
+    ),
+    (
+        "null weight",
+        lambda: BASE.with_columns(w=pl.Series([1.0, None, 1.0, 1.0, 1.0, 1.0])),
+        lambda: ps.fit("y", X, weights="w"),
+        ComputeError,
+        'column "w", row 1: null value',
+    ),
+    (
+        "nan feature",
+        lambda: BASE.with_columns(x0=pl.Series([0.5, -1.0, float("nan"), 0.1, -0.3, 1.2])),
+        lambda: ps.fit("y", X),
+        ComputeError,
+        "row 2: feature value NaN is not finite",
+    ),
+    (
+        "inf feature",
+        lambda: BASE.with_columns(x0=pl.Series([0.5, float("-inf"), 2.0, 0.1, -0.3, 1.2])),
+        lambda: ps.fit("y", X),
+        ComputeError,
+        "row 1: feature value -inf is not finite",
+    ),
+    (
+        "string feature column",
+        lambda: BASE.with_columns(s=pl.lit("a")),
+        lambda: ps.fit("y", ["x0", "s"]),
+        ComputeError,
+        'column "s": feature columns must be numeric',
+    ),
+    (
+        "nested list feature",
+        lambda: BASE.with_columns(n=pl.lit([[1.0]])),
+        lambda: ps.fit("y", "n"),
+        ComputeError,
+        'column "n": feature columns must be numeric',
+    ),
+    (
+        "dense vectors of unequal length",
+        lambda: BASE.with_columns(
+            v=pl.Series([[1.0, 2.0], [1.0], [0.0, 1.0], [1.0, 1.0], [2.0, 0.0], [0.0, 0.0]])
+        ),
+        lambda: ps.fit("y", "v"),
+        ComputeError,
+        'column "v", row 1: has 1 values but row 0 has 2',
+    ),
+    (
+        "negative sparse index",
+        lambda: with_sparse([[(0, 1.0)], [(-3, 1.0)], *SP_OK[2:]]),
+        lambda: ps.fit("y", "sp"),
+        ComputeError,
+        "row 1: feature index -3 is negative",
+    ),
+    (
+        "sparse index beyond n_features",
+        lambda: with_sparse(SP_OK),
+        lambda: ps.fit("y", "sp", n_features=2),
+        ComputeError,
+        "row 2: feature index 2 >= n_features 2",
+    ),
+    (
+        "duplicate sparse index",
+        lambda: with_sparse([*SP_OK[:3], [(2, 1.0), (2, 0.5)], *SP_OK[4:]]),
+        lambda: ps.fit("y", "sp"),
+        ComputeError,
+        "row 3: feature index 2 appears more than once",
+    ),
+    (
+        "null inside sparse row",
+        lambda: BASE.with_columns(
+            sp=pl.Series(
+                [[{"index": 0, "value": 1.0}], [{"index": 1, "value": None}], [], [], [], []],
+                dtype=pl.List(pl.Struct({"index": pl.Int64, "value": pl.Float64})),
+            )
+        ),
+        lambda: ps.fit("y", "sp"),
+        ComputeError,
+        'column "sp", row 1: null value',
+    ),
+    (
+        "sparse struct without value field",
+        lambda: BASE.with_columns(sp=pl.lit([{"index": 1, "v": 1.0}])),
+        lambda: ps.fit("y", "sp"),
+        ComputeError,
+        "sparse features must be List(Struct{index: integer, value: float})",
+    ),
+    (
+        "empty frame",
+        lambda: BASE.clear(),
+        lambda: ps.fit("y", X),
+        ComputeError,
+        "no rows to fit",
+    ),
+    (
+        "one class",
+        lambda: BASE.with_columns(y=pl.lit(1)),
+        lambda: ps.fit("y", X, loss="hinge"),
+        ComputeError,
+        "all labels are +1: a classifier needs both classes",
+    ),
+    (
+        "label outside the binary domain",
+        lambda: BASE.with_columns(y=pl.Series([1, -1, 2, -1, 1, -1])),
+        lambda: ps.fit("y", X, loss="logistic"),
+        ComputeError,
+        'column "y", row 2: label 2 is not valid for binary loss "logistic"',
+    ),
+    (
+        "labels mixing -1, 0 and 1",
+        lambda: BASE.with_columns(y=pl.Series([1, -1, 0, -1, 1, -1])),
+        lambda: ps.fit("y", X, loss="hinge"),
+        ComputeError,
+        "row 2: label 0 is not valid",
+    ),
+    (
+        "string labels for a binary loss",
+        lambda: BASE.with_columns(y=pl.lit("spam")),
+        lambda: ps.fit("y", X, loss="hinge"),
+        ComputeError,
+        "labels of dtype str are not supported",
+    ),
+    (
+        "nan regression label",
+        lambda: BASE.with_columns(t=pl.Series([0.3, float("nan"), 2.2, 0.0, 0.5, -0.1])),
+        lambda: ps.fit("t", X, loss="squared"),
+        ComputeError,
+        "row 1: label NaN is not valid for loss `squared`",
+    ),
+    (
+        "negative weight",
+        lambda: BASE.with_columns(w=pl.Series([1.0, 1.0, -2.0, 1.0, 1.0, 1.0])),
+        lambda: ps.fit("y", X, weights="w"),
+        ComputeError,
+        'column "w": row 2: sample weight -2 is invalid',
+    ),
+    (
+        "all weights zero",
+        lambda: BASE.with_columns(w=pl.lit(0.0)),
+        lambda: ps.fit("y", X, weights="w"),
+        ComputeError,
+        "every sample weight is zero",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("frame", "expr", "exc", "msg"), [c[1:] for c in DATA_CASES], ids=[c[0] for c in DATA_CASES]
+)
+def test_bad_data_raises_with_column_and_row(
+    frame: Callable[[], pl.DataFrame], expr: Callable[[], pl.Expr], exc: type[Exception], msg: str
+) -> None:
+    with pytest.raises(exc) as info:
+        frame().select(expr())
+    assert msg in str(info.value)
+    assert "panicked" not in str(info.value)
+
+
+def _model(loss: str = "hinge", label: str = "y") -> pl.DataFrame:
+    return BASE.select(ps.fit(label, X, loss=loss, l2=0.1).alias("m"))  # type: ignore[arg-type]
+
+
+PREDICT_CASES: list[Case] = [
+    (
+        "dense width mismatch",
+        lambda: BASE.join(_model(), how="cross"),
+        lambda: pl.col("m").sdca.predict(["x0"]),
+        ComputeError,
+        "model width vs dense feature columns: expected 2, got 1",
+    ),
+    (
+        "sparse index beyond the model",
+        lambda: with_sparse(SP_OK).join(_model(), how="cross"),
+        lambda: pl.col("m").sdca.predict("sp"),
+        ComputeError,
+        "row 2: feature index 2 >= model width 2",
+    ),
+    (
+        "proba from a hinge model",
+        lambda: BASE.join(_model(), how="cross"),
+        lambda: pl.col("m").sdca.predict(X, kind="proba"),
+        ComputeError,
+        'kind="proba" needs a logistic model',
+    ),
+    (
+        "class from a regression model",
+        lambda: BASE.join(_model("squared", "t"), how="cross"),
+        lambda: pl.col("m").sdca.predict(X, kind="class"),
+        ComputeError,
+        'kind="class" needs a classification model',
+    ),
+    (
+        "model column is not a model",
+        lambda: BASE,
+        lambda: pl.col("t").sdca.predict(X),
+        ComputeError,
+        "predict needs a model struct column",
+    ),
+]
+
+
+@pytest.mark.parametrize(
+    ("frame", "expr", "exc", "msg"), [c[1:] for c in PREDICT_CASES], ids=[c[0] for c in PREDICT_CASES]
+)
+def test_bad_predict_input(
+    frame: Callable[[], pl.DataFrame], expr: Callable[[], pl.Expr], exc: type[Exception], msg: str
+) -> None:
+    with pytest.raises(exc) as info:
+        frame().select(expr())
+    assert msg in str(info.value)
+
+
+def test_unsorted_sparse_rows_are_allowed() -> None:
+    unsorted = [[(2, 0.5), (0, -1.0)] if r == [(0, -1.0), (2, 0.5)] else r for r in SP_OK]
+    a = with_sparse(SP_OK).select(ps.fit("y", "sp", loss="logistic", l2=0.1)).item()
+    b = with_sparse(unsorted).select(ps.fit("y", "sp", loss="logistic", l2=0.1)).item()
+    assert a["coef"] == pytest.approx(b["coef"], abs=1e-12)
+
+
+@pytest.mark.parametrize("scale", [1e150, 1e-150])
+def test_extreme_magnitudes_stay_finite(scale: float) -> None:
+    df = BASE.with_columns(pl.col(X) * scale)
+    for loss in ("logistic", "hinge", "squared"):
+        label = "t" if loss == "squared" else "y"
+        m = df.select(ps.fit(label, X, loss=loss, l2=1e-2, max_epochs=20)).item()
+        assert all(np.isfinite(m["coef"])), (loss, scale, m)
+        assert np.isfinite(m["gap"])
+        assert m["gap"] >= 0
+
+
+def test_all_zero_and_constant_features() -> None:
+    df = BASE.with_columns(z=pl.lit(0.0), c=pl.lit(3.0))
+    m = df.select(ps.fit("y", ["z", "c", "x0"], loss="hinge", l2=1e-2, tol=1e-8, max_epochs=5000)).item()
+    assert m["converged"]
+    assert m["coef"][0] == 0.0
+    zero_rows = BASE.with_columns(pl.when(pl.col("t") > 0).then(pl.col(X)).otherwise(0.0))
+    m = zero_rows.select(ps.fit("t", X, loss="absolute", fit_intercept=False, l2=1e-2, tol=1e-6)).item()
+    assert np.isfinite(m["gap"])
+    assert m["gap"] >= 0
+
+
+def test_on_error_null_isolates_the_failed_group() -> None:
+    df = pl.concat(
+        [
+            BASE.with_columns(g=pl.lit(0)),
+            BASE.with_columns(g=pl.lit(1), y=pl.lit(1, dtype=pl.Int64)),
+            BASE.with_columns(g=pl.lit(2)),
+        ]
+    )
+    out = (
+        df.group_by("g")
+        .agg(pl.col("y").sdca.fit(X, loss="hinge", l2=0.1, on_error="null").alias("m"))
+        .sort("g")
+        .unnest("m")
+    )
+    assert out["coef"].is_null().to_list() == [False, True, False]
+    assert out["status"][0] == "ok" or out["status"][0].startswith("max_epochs")
+    assert "all labels are +1" in out["status"][1]
+    assert out["loss"].to_list() == ["hinge"] * 3
+    alone = BASE.select(ps.fit("y", X, loss="hinge", l2=0.1)).item()
+    assert out.filter(pl.col("g") == 0)["coef"].item().to_list() == alone["coef"]
+    with pytest.raises(ComputeError, match="all labels are"):
+        df.group_by("g").agg(pl.col("y").sdca.fit(X, loss="hinge", l2=0.1))
+
+
+def test_null_policy_drop_matches_prefiltered_fit() -> None:
+    holes = BASE.with_columns(x1=pl.Series([1.0, None, -1.0, 0.4, 0.2, -0.7]))
+    dropped = holes.select(ps.fit("y", X, null_policy="drop", l2=0.1)).item()
+    manual = holes.drop_nulls().select(ps.fit("y", X, l2=0.1)).item()
+    assert dropped == manual
+    rows = holes.select(ps.fit_rows("y", X, null_policy="drop", l2=0.1).alias("r")).unnest("r")
+    assert rows["decision"].is_null().to_list() == [False, True, False, False, False, False]
