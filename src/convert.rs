@@ -153,6 +153,20 @@ pub fn check_feature_dtypes(fields: &[Field]) -> PolarsResult<()> {
     Ok(())
 }
 
+/// The inputs renamed as the user wrote them (Polars passes group slices without names).
+pub fn named(inputs: &[Series], layout: &Layout) -> Vec<Series> {
+    inputs
+        .iter()
+        .enumerate()
+        .map(|(k, s)| match layout.names.get(k) {
+            Some(name) if s.name().is_empty() || s.name() != name.as_str() => {
+                s.clone().with_name(name.into())
+            }
+            _ => s.clone(),
+        })
+        .collect()
+}
+
 /// Per-row "has a null anywhere" flags of one input, or `None` when it has none.
 fn null_rows(s: &Series) -> PolarsResult<Option<Vec<bool>>> {
     let n = s.len();

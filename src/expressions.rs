@@ -6,7 +6,7 @@
 use polars::prelude::*;
 use pyo3_polars::derive::polars_expr;
 
-use crate::convert::check_feature_dtypes;
+use crate::convert::{check_feature_dtypes, named};
 use crate::error::param;
 use crate::fit::{self, split};
 use crate::kwargs::{FitKwargs, PredictKwargs};
@@ -39,17 +39,19 @@ fn predict_output(fields: &[Field], kwargs: PredictKwargs) -> PolarsResult<Field
 
 #[polars_expr(output_type_func_with_kwargs = fit_output)]
 fn fit(inputs: &[Series], kwargs: FitKwargs) -> PolarsResult<Series> {
-    split(inputs, &kwargs.layout)?;
-    fit::model(inputs, &kwargs)
+    let inputs = named(inputs, &kwargs.layout);
+    split(&inputs, &kwargs.layout)?;
+    fit::model(&inputs, &kwargs)
 }
 
 #[polars_expr(output_type_func_with_kwargs = fit_rows_output)]
 fn fit_rows(inputs: &[Series], kwargs: FitKwargs) -> PolarsResult<Series> {
-    split(inputs, &kwargs.layout)?;
-    fit::rows(inputs, &kwargs)
+    let inputs = named(inputs, &kwargs.layout);
+    split(&inputs, &kwargs.layout)?;
+    fit::rows(&inputs, &kwargs)
 }
 
 #[polars_expr(output_type_func_with_kwargs = predict_output)]
 fn predict(inputs: &[Series], kwargs: PredictKwargs) -> PolarsResult<Series> {
-    predict::predict(inputs, &kwargs)
+    predict::predict(&named(inputs, &kwargs.layout), &kwargs)
 }

@@ -20,6 +20,9 @@ pub struct Layout {
     pub n_features: Option<i64>,
     /// `"raise"` or `"drop"`: what to do with rows holding nulls.
     pub null_policy: String,
+    /// The user's name of each input, for messages (inside `group_by` the series arrive
+    /// unnamed).
+    pub names: Vec<String>,
 }
 
 /// Kwargs of `fit` and `fit_rows`.

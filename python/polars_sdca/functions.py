@@ -61,6 +61,14 @@ def _expr(value: IntoExpr, what: str) -> pl.Expr:
     raise TypeError(msg)
 
 
+def _name(expr: pl.Expr) -> str:
+    """The output name of an expression, for error messages (its text when undetermined)."""
+    try:
+        return expr.meta.output_name()
+    except Exception:  # an expression without a single root name
+        return str(expr)
+
+
 def _feature_exprs(features: IntoFeatures) -> list[pl.Expr]:
     if isinstance(features, (str, pl.Expr)):
         return [_expr(features, "features")]
@@ -120,6 +128,7 @@ def _fit_call(
         "has_weights": weights is not None,
         "n_features": _number("n_features", opts["n_features"], int),
         "null_policy": kwargs.pop("null_policy"),
+        "names": [_name(a) for a in args],
     }
     kwargs["layout"] = layout
     _internal.check_fit_kwargs(pickle.dumps(kwargs, protocol=5))
@@ -294,17 +303,18 @@ def predict(
     if kind not in ("decision", "class", "proba"):
         msg = f"invalid parameter `kind`: unknown value {kind!r}; expected one of decision, class, proba"
         raise ValueError(msg)
-    feature_exprs = _feature_exprs(features)
+    args = [_model_expr(model), *_feature_exprs(features)]
     layout = {
-        "n_feature_inputs": len(feature_exprs),
+        "n_feature_inputs": len(args) - 1,
         "has_weights": False,
         "n_features": None,
         "null_policy": "drop",
+        "names": [_name(a) for a in args],
     }
     return register_plugin_function(
         plugin_path=_LIB,
         function_name="predict",
-        args=[_model_expr(model), *feature_exprs],
+        args=args,
         kwargs={"layout": layout, "kind": kind},
         is_elementwise=True,
     )
