@@ -24,7 +24,8 @@ def main(groups: list[str]) -> None:
         else:
             reqs += project["optional-dependencies"][group]
     reqs += project["dependencies"]
-    print(" ".join(f"'{r}'" for r in dict.fromkeys(reqs)))
+    # No quoting: the Makefile splits this on spaces, and no specifier contains one.
+    print(" ".join(dict.fromkeys(reqs)))
 
 
 if __name__ == "__main__":
