@@ -72,23 +72,24 @@ impl Loss for Logistic {
         for _ in 0..64 {
             let s = sigmoid(t);
             let f = t + m + q * (s - b0);
+            if f == 0.0 {
+                break;
+            }
             if f > 0.0 {
                 hi = t;
-            } else if f < 0.0 {
-                lo = t;
             } else {
-                break;
+                lo = t;
             }
             let step = f / (1.0 + q * s * (1.0 - s));
-            let mut next = t - step;
-            if !(next > lo && next < hi) {
-                next = 0.5 * (lo + hi);
-            }
-            if (next - t).abs() <= 1e-14 * (1.0 + t.abs()) || hi - lo <= 1e-14 * (1.0 + t.abs()) {
-                t = next;
+            // Converged: the Newton point is within rounding of `t`. Testing this before the
+            // bracket matters: at convergence `t` is a bracket end, so the next point would
+            // not be strictly inside and a bisection would throw the iterate away.
+            if step.abs() <= 1e-13 * (1.0 + t.abs()) {
+                t -= step;
                 break;
             }
-            t = next;
+            let next = t - step;
+            t = if next > lo && next < hi { next } else { 0.5 * (lo + hi) };
         }
         y * sigmoid(t)
     }
