@@ -5,25 +5,33 @@
 //! solver; the plugin and the Python-side early check both go through [`FitParams::check`].
 
 use crate::error::{Result, SdcaError};
-use crate::loss::LossKind;
+use crate::loss::{
+    Absolute, EpsilonInsensitive, Hinge, Logistic, Loss, LossKind, SmoothHinge, Squared, SquaredHinge,
+};
 
 /// Which solver runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SolverKind {
-    /// Pick the best applicable solver.
+    /// Accelerated Prox-SDCA when `accelerated-prox-sdca.txt` Figure 2's condition
+    /// `R^2 / (gamma l2) > 10 n` holds for a smooth loss, plain (Prox-)SDCA otherwise.
     Auto,
     /// (Prox-)SDCA, `sdca.txt` / `prox-sdca.txt`.
     Sdca,
+    /// Accelerated Prox-SDCA (`accelerated-prox-sdca.txt` Figure 2); smooth losses only. Runs
+    /// whenever its extra ridge weight `kappa = R^2 / (gamma n) - l2` is positive, and falls back
+    /// to plain Prox-SDCA (reported as `"sdca"`) when it is not.
+    Accelerated,
 }
 
 impl SolverKind {
     /// Accepted names.
-    pub const NAMES: &'static [&'static str] = &["auto", "sdca"];
+    pub const NAMES: &'static [&'static str] = &["auto", "sdca", "accelerated"];
     /// User-facing name.
     pub fn name(&self) -> &'static str {
         match self {
             Self::Auto => "auto",
             Self::Sdca => "sdca",
+            Self::Accelerated => "accelerated",
         }
     }
 }
@@ -59,7 +67,9 @@ pub struct FitParams {
     pub smoothing: f64,
     /// Tube half-width of `epsilon_insensitive`.
     pub epsilon: f64,
-    /// L2 strength, `lambda` of the papers; `> 0`.
+    /// L2 strength, `lambda` of the papers; `> 0`, or `0` together with `l1 > 0` (the Lasso /
+    /// pure-L1 problem, solved through the reduction of `prox-sdca.txt` section 3.2: see
+    /// [`crate::solver::FitResult::l2_used`]).
     pub l2: f64,
     /// L1 strength, `sigma` of `accelerated-prox-sdca.txt` section 6; `>= 0`.
     pub l1: f64,
@@ -81,6 +91,11 @@ pub struct FitParams {
     pub intercept_scaling: f64,
     /// Wall-clock budget in seconds, checked after each epoch.
     pub max_seconds: Option<f64>,
+    /// Accelerated solver only: `None` (default) runs each inner Prox-SDCA call until its gap
+    /// meets the target of `accelerated-prox-sdca.txt` Figure 2; `Some(k)`, `k >= 1`, runs exactly
+    /// `k` epochs per inner call with no inner gap check (the practical variant of Remark 1,
+    /// which suggests 5).
+    pub inner_epochs: Option<i64>,
 }
 
 impl Default for FitParams {
@@ -100,6 +115,7 @@ impl Default for FitParams {
             fit_intercept: true,
             intercept_scaling: 1.0,
             max_seconds: None,
+            inner_epochs: None,
         }
     }
 }
@@ -112,9 +128,9 @@ impl Default for FitParams {
 pub struct FitConfig {
     /// The loss and its parameters.
     pub loss: LossKind,
-    /// L2 strength, `> 0`.
+    /// L2 strength, `> 0`, or `0` when `l1 > 0` (Lasso reduction).
     pub l2: f64,
-    /// L1 strength, `>= 0`.
+    /// L1 strength, `>= 0`; `> 0` when `l2 == 0`.
     pub l1: f64,
     /// Requested solver.
     pub solver: SolverKind,
@@ -132,6 +148,8 @@ pub struct FitConfig {
     pub intercept_scaling: f64,
     /// Wall-clock budget.
     pub max_seconds: Option<f64>,
+    /// Epochs per inner call of the accelerated solver (`None`: inner gap target).
+    pub inner_epochs: Option<u32>,
     _checked: (),
 }
 
@@ -150,6 +168,20 @@ fn finite_in(name: &'static str, x: f64, ok: bool, want: &str) -> Result<f64> {
         Ok(x)
     } else {
         Err(invalid(name, format!("got {x}; must be a finite number {want}")))
+    }
+}
+
+/// `gamma` of the loss: `phi` is `(1/gamma)`-smooth; `0` when it is not smooth
+/// ([`Loss::smoothness`]).
+pub fn smoothness(kind: &LossKind) -> f64 {
+    match *kind {
+        LossKind::Hinge => Hinge.smoothness(),
+        LossKind::SmoothHinge { smoothing } => SmoothHinge { smoothing }.smoothness(),
+        LossKind::SquaredHinge => SquaredHinge.smoothness(),
+        LossKind::Logistic => Logistic.smoothness(),
+        LossKind::Squared => Squared.smoothness(),
+        LossKind::Absolute => Absolute.smoothness(),
+        LossKind::EpsilonInsensitive { epsilon } => EpsilonInsensitive { epsilon }.smoothness(),
     }
 }
 
@@ -175,10 +207,32 @@ impl FitParams {
                 ))
             }
         };
-        let l2 = finite_in("l2", self.l2, self.l2 > 0.0, "> 0 (the L2 strength lambda)")?;
         let l1 = finite_in("l1", self.l1, self.l1 >= 0.0, ">= 0")?;
-        let solver =
-            one_of("solver", &self.solver, SolverKind::NAMES, &[SolverKind::Auto, SolverKind::Sdca])?;
+        let l2 = finite_in("l2", self.l2, self.l2 >= 0.0, ">= 0 (the L2 strength lambda)")?;
+        if l2 == 0.0 && l1 == 0.0 {
+            return Err(invalid(
+                "l2",
+                "got 0 with l1 = 0: the problem has no strongly convex part; \
+                 set l2 > 0 (ridge / elastic net) or l1 > 0 (Lasso, solved by the l2 reduction)",
+            ));
+        }
+        let solver = one_of(
+            "solver",
+            &self.solver,
+            SolverKind::NAMES,
+            &[SolverKind::Auto, SolverKind::Sdca, SolverKind::Accelerated],
+        )?;
+        if solver == SolverKind::Accelerated && smoothness(&loss) <= 0.0 {
+            return Err(invalid(
+                "solver",
+                format!(
+                    "\"accelerated\" needs a smooth loss and loss {:?} is not smooth; \
+                     use solver=\"sdca\" or \"auto\", or a smooth loss \
+                     (smooth_hinge, squared_hinge, logistic, squared)",
+                    loss.name()
+                ),
+            ));
+        }
         let sampling =
             one_of("sampling", &self.sampling, Sampling::NAMES, &[Sampling::Uniform, Sampling::Permutation])?;
         let tol = finite_in("tol", self.tol, self.tol > 0.0, "> 0 (a relative duality gap)")?;
@@ -196,6 +250,18 @@ impl FitParams {
         if let Some(s) = self.max_seconds {
             finite_in("max_seconds", s, s > 0.0, "> 0")?;
         }
+        let inner_epochs = match self.inner_epochs {
+            None => None,
+            Some(k) if (1..=u32::MAX as i64).contains(&k) => Some(k as u32),
+            Some(k) => {
+                return Err(invalid(
+                    "inner_epochs",
+                    format!(
+                        "got {k}; must be >= 1 (epochs per inner call), or None for the inner gap target"
+                    ),
+                ))
+            }
+        };
         Ok(FitConfig {
             loss,
             l2,
@@ -208,6 +274,7 @@ impl FitParams {
             seed: self.seed as u64,
             intercept_scaling: if self.fit_intercept { scaling } else { 0.0 },
             max_seconds: self.max_seconds,
+            inner_epochs,
             _checked: (),
         })
     }
@@ -229,6 +296,21 @@ mod tests {
         let cases: Vec<(FitParams, &str)> = vec![
             (FitParams { loss: "hinj".into(), ..Default::default() }, "loss"),
             (FitParams { l2: 0.0, ..Default::default() }, "l2"),
+            (FitParams { l2: -1e-3, l1: 1.0, ..Default::default() }, "l2"),
+            (FitParams { l2: f64::INFINITY, ..Default::default() }, "l2"),
+            (FitParams { l1: f64::NAN, ..Default::default() }, "l1"),
+            (FitParams { inner_epochs: Some(0), ..Default::default() }, "inner_epochs"),
+            (FitParams { inner_epochs: Some(-5), ..Default::default() }, "inner_epochs"),
+            (FitParams { inner_epochs: Some(1 << 40), ..Default::default() }, "inner_epochs"),
+            (FitParams { solver: "accelerate".into(), ..Default::default() }, "solver"),
+            (
+                FitParams { solver: "accelerated".into(), loss: "hinge".into(), ..Default::default() },
+                "solver",
+            ),
+            (
+                FitParams { solver: "accelerated".into(), loss: "absolute".into(), ..Default::default() },
+                "solver",
+            ),
             (FitParams { l2: f64::NAN, ..Default::default() }, "l2"),
             (FitParams { l1: -1.0, ..Default::default() }, "l1"),
             (FitParams { tol: 0.0, ..Default::default() }, "tol"),
@@ -244,6 +326,26 @@ mod tests {
         }
         let msg = FitParams { loss: "hinj".into(), ..Default::default() }.check().unwrap_err().to_string();
         assert!(msg.contains("expected one of hinge"), "{msg}");
+        let msg =
+            FitParams { solver: "newton".into(), ..Default::default() }.check().unwrap_err().to_string();
+        assert!(msg.contains("auto, sdca, accelerated"), "{msg}");
+        let msg = FitParams { l2: 0.0, l1: 0.0, ..Default::default() }.check().unwrap_err().to_string();
+        assert!(msg.contains("`l2`") && msg.contains("l1 > 0"), "{msg}");
+    }
+
+    #[test]
+    fn lasso_and_accelerated_params_check() {
+        // l2 = 0 is the Lasso only when l1 > 0.
+        let cfg = FitParams { l2: 0.0, l1: 1e-3, ..Default::default() }.check().unwrap();
+        assert_eq!((cfg.l2, cfg.l1), (0.0, 1e-3));
+        let p = FitParams { solver: "accelerated".into(), inner_epochs: Some(5), ..Default::default() };
+        let cfg = p.check().unwrap();
+        assert_eq!((cfg.solver, cfg.inner_epochs), (SolverKind::Accelerated, Some(5)));
+        assert_eq!(FitParams::default().check().unwrap().inner_epochs, None);
+        for loss in ["smooth_hinge", "squared_hinge", "logistic", "squared"] {
+            let p = FitParams { solver: "accelerated".into(), loss: loss.into(), ..Default::default() };
+            assert!(p.check().is_ok(), "{loss}");
+        }
     }
 
     #[test]

@@ -3,7 +3,19 @@
 //! The solvers keep the dual sum `u = (1/(l2 n)) sum_i s_i alpha_i x_i` (stored unscaled as
 //! `v = l2 n u`) and derive `w` from it coordinate by coordinate, so sparse rows stay
 //! O(nnz) per step: with `g(w) = ||w||^2/2 + (l1/l2) ||w||_1` (elastic net, `prox-sdca.txt`
-//! eq. 7) the link is soft-thresholding, with pure L2 it is the identity.
+//! eq. 7) the link is soft-thresholding, with pure L2 it is the identity. For both,
+//! `g*(u) = ||link(u)||^2 / 2` ([`Reg::conj`]).
+//!
+//! # Shifted regularizer
+//!
+//! The inner problems of the accelerated solver (`accelerated-prox-sdca.txt` Figure 2,
+//! `papers/notes/accelerated-prox-sdca.md` section 1.3) use `g~(w) = g(w) - z . w` with a fixed
+//! shift `z`. Its conjugate is `g~*(u) = g*(u + z)` and its link is `w = link(u + z)`: the same
+//! scalar map applied to the shifted dual sum. The solvers therefore store `v + z l2 n` (the
+//! shift in unscaled units) in place of `v`; a coordinate step adds `s_i delta x_i` to it as
+//! before and the row kernels ([`Reg::dot`]) need no change. Because `z` is constant within an
+//! inner solve, a step touches only `supp(x_i)`; moving the shift costs O(d) once per outer
+//! iteration.
 
 use crate::data::Rows;
 
@@ -24,8 +36,16 @@ pub trait Reg: Copy + Send + Sync {
     /// `w_j = grad_j g*(u_j)` for the scaled dual sum `u_j`.
     fn link(&self, u: f64) -> f64;
 
-    /// `x_i . w` for `w = link(v * scale)`, with `v` the unscaled dual sum.
+    /// `x_i . w` for `w = link(v * scale)`, with `v` the unscaled (possibly shifted) dual sum.
     fn dot<D: Rows>(&self, x: &D, i: usize, v: &[f64], scale: f64) -> f64;
+
+    /// `g*(u)` for one coordinate: `link(u)^2 / 2` for the regularizers here (Fenchel-Young holds
+    /// with equality at `w = link(u)`: `g(w) + g*(u) = w u`).
+    #[inline(always)]
+    fn conj(&self, u: f64) -> f64 {
+        let w = self.link(u);
+        0.5 * w * w
+    }
 }
 
 /// Pure L2: `w = u`.
@@ -78,6 +98,27 @@ mod tests {
                 .max_by(|a, b| (a * u - g(*a)).total_cmp(&(b * u - g(*b))))
                 .unwrap();
             assert!((reg.link(u) - best).abs() < 2e-4, "u {u}: {} vs {best}", reg.link(u));
+            // Fenchel-Young equality at the link: g(w) + g*(u) = w u.
+            let w = reg.link(u);
+            assert!((g(w) + reg.conj(u) - w * u).abs() < 1e-12, "u {u}");
         }
+    }
+
+    /// The shifted link `link(u + z)` solves `argmax_w w.u - (g(w) - z w)`, the inner
+    /// regularizer of the accelerated solver.
+    #[test]
+    fn shifted_link_is_shifted_conjugate_gradient() {
+        let reg = ElasticNet { threshold: 0.25 };
+        for z in [-1.3, -0.1, 0.0, 0.2, 0.9] {
+            for k in -20..=20 {
+                let u = k as f64 / 8.0;
+                let obj = |w: f64| w * u - (0.5 * w * w + 0.25 * w.abs() - z * w);
+                let best = crate::loss::testing::argmax(obj, -10.0, 10.0);
+                assert!((reg.link(u + z) - best).abs() < 1e-7, "u {u} z {z}");
+                // g~*(u) = g*(u + z).
+                assert!((obj(reg.link(u + z)) - reg.conj(u + z)).abs() < 1e-12, "u {u} z {z}");
+            }
+        }
+        assert_eq!(L2.link(0.7 + 0.2), 0.7 + 0.2);
     }
 }

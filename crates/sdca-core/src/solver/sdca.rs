@@ -10,6 +10,10 @@
 //! exact maximiser of the dual along `alpha_i` with `q_i = s_i ||x_i||^2 / (l2 n)` (weights
 //! enter only through `q` and the scale of the update).
 //!
+//! The same `State` and pass run the inner problems of the accelerated solver
+//! (`super::accelerated`): there `l2` is the inner weight `lambda~` and `v` carries a fixed
+//! shift (`crate::reg`, "Shifted regularizer"), so `w = link((v_sum + shift) / (l2 n))`.
+//!
 //! Intercept: a constant feature of value `intercept_scaling` is appended (liblinear's
 //! treatment), so the intercept is penalised by `l2` (never by `l1`). `v` carries it in its
 //! last slot.
@@ -21,37 +25,172 @@
 
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::{drive, Certificate, Coordinate, FitResult, Problem};
+use super::{drive, Budget, Clock, Coordinate, Judge, Outcome, Problem, Start, Verdict};
 use crate::config::FitConfig;
 use crate::data::Rows;
-use crate::error::Result;
 use crate::loss::Loss;
-use crate::reg::{ElasticNet, Reg, L2};
+use crate::reg::{soft_threshold, Reg};
 
-struct State<'p, 'a, D: Rows, L: Loss, R: Reg> {
+/// Means over the rows of one read-only pass at the current `w` (weighted by `s_i`).
+#[derive(Debug, Clone, Copy, Default)]
+pub(crate) struct Eval {
+    /// `(1/n) sum_i s_i phi(x_i . w + b)`.
+    pub loss: f64,
+    /// `(1/n) sum_i s_i phi*(-alpha_i)`.
+    pub conj: f64,
+    /// `(1/n) sum_i s_i (phi + phi* + alpha a)`: the duality gap of the state's own problem.
+    pub gap: f64,
+}
+
+/// Dual coordinate ascent state for one regularized problem (possibly shifted).
+pub(crate) struct State<'p, 'a, D: Rows, L: Loss, R: Reg> {
     problem: &'p Problem<'a, D>,
     loss: L,
     reg: R,
-    l2: f64,
+    /// Weight of `||w||^2 / 2` in this state's problem (`l2_used`, or `lambda~` of an inner
+    /// problem).
+    pub l2: f64,
     l1: f64,
     /// `1 / (l2 n)`.
     scale: f64,
     /// Constant feature value (0 without intercept).
     bias: f64,
-    alpha: Vec<f64>,
-    /// `sum_i s_i alpha_i x_i`, length `d + 1` (last slot: intercept feature).
+    pub alpha: Vec<f64>,
+    /// `sum_i s_i alpha_i x_i + shift`, length `d + 1` (last slot: intercept feature).
     v: Vec<f64>,
+    /// Unscaled shift `z l2 n` (length `d + 1`), or empty for none.
+    shift: Vec<f64>,
     /// `s_i ||x_i||^2 / (l2 n)` (including the intercept feature).
     q: Vec<f64>,
     active: Vec<u32>,
+    /// The primal point at the last [`State::evaluate`] or [`State::refresh_w`], length `d + 1`.
+    pub w: Vec<f64>,
 }
 
-impl<D: Rows, L: Loss, R: Reg> State<'_, '_, D, L, R> {
-    fn weights(&self) -> Vec<f64> {
+impl<'p, 'a, D: Rows, L: Loss, R: Reg> State<'p, 'a, D, L, R> {
+    /// A state for the problem with weight `l2` on `||w||^2 / 2`, link `reg`, starting from the
+    /// duals `alpha` (feasible; rows with `row_sq[i] = 0` keep theirs) and the unscaled `shift`
+    /// (empty for none). `row_sq[i] = s_i (||x_i||^2 + bias^2)`.
+    #[allow(clippy::too_many_arguments)]
+    pub fn new(
+        problem: &'p Problem<'a, D>,
+        loss: L,
+        reg: R,
+        l2: f64,
+        l1: f64,
+        bias: f64,
+        row_sq: &[f64],
+        alpha: Vec<f64>,
+        shift: Vec<f64>,
+    ) -> Self {
+        let (n, d) = (problem.n(), problem.x.n_cols());
+        let scale = 1.0 / (l2 * n as f64);
+        let q: Vec<f64> = row_sq.iter().map(|r| r * scale).collect();
+        let active = (0..n as u32).filter(|&i| q[i as usize] > 0.0).collect();
+        let mut state = Self {
+            problem,
+            loss,
+            reg,
+            l2,
+            l1,
+            scale,
+            bias,
+            alpha,
+            v: vec![0.0; d + 1],
+            shift,
+            q,
+            active,
+            w: vec![0.0; d + 1],
+        };
+        state.rebuild();
+        state.refresh_w();
+        state
+    }
+
+    /// `v = sum_i s_i alpha_i x_i + shift`, from scratch (removes rounding drift).
+    fn rebuild(&mut self) {
+        let p = self.problem;
+        let (x, d) = (p.x, p.x.n_cols());
+        self.v.iter_mut().for_each(|vj| *vj = 0.0);
+        for i in 0..p.n() {
+            let sa = p.weight(i) * self.alpha[i];
+            if sa != 0.0 {
+                x.axpy(i, sa, &mut self.v);
+                self.v[d] += sa * self.bias;
+            }
+        }
+        if !self.shift.is_empty() {
+            self.v.iter_mut().zip(&self.shift).for_each(|(vj, zj)| *vj += zj);
+        }
+    }
+
+    /// `w = link(v / (l2 n))` (the intercept slot is not thresholded); O(d).
+    pub fn refresh_w(&mut self) {
         let d = self.problem.x.n_cols();
-        let mut w: Vec<f64> = self.v[..d].iter().map(|&vj| self.reg.link(vj * self.scale)).collect();
-        w.push(self.v[d] * self.scale);
-        w
+        for (wj, &vj) in self.w[..d].iter_mut().zip(&self.v[..d]) {
+            *wj = self.reg.link(vj * self.scale);
+        }
+        self.w[d] = self.v[d] * self.scale;
+    }
+
+    /// Moves the shift to `shift` (unscaled, length `d + 1`); O(d). `w` is stale until the next
+    /// [`State::refresh_w`] or [`State::evaluate`].
+    pub fn set_shift(&mut self, shift: &[f64]) {
+        if self.shift.is_empty() {
+            self.shift = vec![0.0; shift.len()];
+        }
+        for ((vj, zj), &nj) in self.v.iter_mut().zip(self.shift.iter_mut()).zip(shift) {
+            *vj += nj - *zj;
+            *zj = nj;
+        }
+    }
+
+    /// Rebuilds `v` and `w` from `alpha` and makes one read-only pass at `w`.
+    pub fn evaluate(&mut self) -> Eval {
+        self.rebuild();
+        self.refresh_w();
+        let p = self.problem;
+        let (x, n, d) = (p.x, p.n(), p.x.n_cols());
+        let w = &self.w;
+        let (mut loss_sum, mut conj_sum, mut gap_sum) = (0.0, 0.0, 0.0);
+        for i in 0..n {
+            let s = p.weight(i);
+            if s == 0.0 {
+                continue;
+            }
+            let a = x.dot(i, w) + self.bias * w[d];
+            let (y, al) = (p.y[i], self.alpha[i]);
+            loss_sum += s * self.loss.value(a, y);
+            conj_sum += s * self.loss.conj_neg(al, y);
+            gap_sum += s * self.loss.block_gap(al, a, y);
+        }
+        let nf = n as f64;
+        Eval { loss: loss_sum / nf, conj: conj_sum / nf, gap: (gap_sum / nf).max(0.0) }
+    }
+
+    /// Primal and dual values of this state's own problem at the last evaluation:
+    /// `P = loss + (l2/2)||w||^2 + l1 ||w||_1 - l2 z.w`, `D = -conj - (l2/2)||w||^2`
+    /// (`g~*(u) = g*(u + z) = ||w||^2 / 2`, see `crate::reg`).
+    pub fn primal_dual(&self, e: &Eval) -> (f64, f64) {
+        let d = self.problem.x.n_cols();
+        let sq: f64 = self.w.iter().map(|v| v * v).sum();
+        let l1_norm: f64 = self.w[..d].iter().map(|v| v.abs()).sum();
+        let shift_dot: f64 = self.shift.iter().zip(&self.w).map(|(z, w)| z * w).sum::<f64>() * self.scale;
+        let primal = e.loss + 0.5 * self.l2 * sq + self.l1 * l1_norm - self.l2 * shift_dot;
+        (primal, -e.conj - 0.5 * self.l2 * sq)
+    }
+
+    /// `||grad g*(v_sum / (l2 n))||^2` for the unshifted dual sum at another weight `l2`
+    /// (threshold `l1 / l2` on the features, none on the intercept slot): twice the
+    /// regularizer's conjugate term of the dual `D(alpha)` of the problem with weight `l2`.
+    /// Exact after [`State::evaluate`]; O(d).
+    pub fn link_sq_at(&self, l2: f64) -> f64 {
+        let d = self.problem.x.n_cols();
+        let scale = 1.0 / (l2 * self.problem.n() as f64);
+        let t = self.l1 / l2;
+        let raw = |j: usize| self.v[j] - self.shift.get(j).copied().unwrap_or(0.0);
+        let feats: f64 = (0..d).map(|j| soft_threshold(raw(j) * scale, t).powi(2)).sum();
+        feats + (raw(d) * scale).powi(2)
     }
 }
 
@@ -78,102 +217,61 @@ impl<D: Rows, L: Loss, R: Reg> Coordinate for State<'_, '_, D, L, R> {
             }
         }
     }
-
-    fn certify(&mut self) -> Certificate {
-        let p = self.problem;
-        let (x, n, d) = (p.x, p.n(), p.x.n_cols());
-        self.v.iter_mut().for_each(|vj| *vj = 0.0);
-        for i in 0..n {
-            let sa = p.weight(i) * self.alpha[i];
-            if sa != 0.0 {
-                x.axpy(i, sa, &mut self.v);
-                self.v[d] += sa * self.bias;
-            }
-        }
-        let w = self.weights();
-        let (mut loss_sum, mut conj_sum, mut gap_sum) = (0.0, 0.0, 0.0);
-        for i in 0..n {
-            let s = p.weight(i);
-            if s == 0.0 {
-                continue;
-            }
-            let a = x.dot(i, &w) + self.bias * w[d];
-            let (y, al) = (p.y[i], self.alpha[i]);
-            loss_sum += s * self.loss.value(a, y);
-            conj_sum += s * self.loss.conj_neg(al, y);
-            gap_sum += s * self.loss.block_gap(al, a, y);
-        }
-        let sq: f64 = w.iter().map(|v| v * v).sum();
-        let l1_norm: f64 = w[..d].iter().map(|v| v.abs()).sum();
-        let nf = n as f64;
-        let primal = loss_sum / nf + 0.5 * self.l2 * sq + self.l1 * l1_norm;
-        let dual = -conj_sum / nf - 0.5 * self.l2 * sq;
-        Certificate { primal, dual, gap: (gap_sum / nf).max(0.0) }
-    }
 }
 
-/// Fit with (Prox-)SDCA; dispatches on the regularizer (L2 or elastic net).
-pub(crate) fn solve<D: Rows, L: Loss>(
-    problem: &Problem<'_, D>,
-    loss: L,
-    cfg: &FitConfig,
-    rng: &mut Xoshiro256PlusPlus,
-) -> Result<FitResult> {
-    if cfg.l1 > 0.0 {
-        run(problem, loss, ElasticNet { threshold: cfg.l1 / cfg.l2 }, cfg, rng)
-    } else {
-        run(problem, loss, L2, cfg, rng)
-    }
+/// The user's certificate and the solved problem's gap at the current duals.
+fn certify<D: Rows, L: Loss, R: Reg>(
+    st: &mut State<'_, '_, D, L, R>,
+    judge: &mut Judge<'_, '_, D, L>,
+) -> (super::Certificate, f64) {
+    let e = st.evaluate();
+    let (primal, _) = st.primal_dual(&e);
+    (judge.original(&st.w, &st.alpha, primal, e.gap), e.gap)
 }
 
-fn run<D: Rows, L: Loss, R: Reg>(
+/// Plain (Prox-)SDCA on the problem with weight `l2` (the `l2_used` of the fit) and link
+/// `reg`, from the duals of `start`, until `judge` accepts the certificate or the budget ends.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn run<D: Rows, L: Loss, R: Reg>(
     problem: &Problem<'_, D>,
     loss: L,
     reg: R,
+    l2: f64,
+    row_sq: &[f64],
+    start: Start,
     cfg: &FitConfig,
+    judge: &mut Judge<'_, '_, D, L>,
+    clock: &mut Clock,
     rng: &mut Xoshiro256PlusPlus,
-) -> Result<FitResult> {
-    let (x, n, d) = (problem.x, problem.n(), problem.x.n_cols());
-    let scale = 1.0 / (cfg.l2 * n as f64);
+) -> Outcome {
     let bias = cfg.intercept_scaling;
-    let mut alpha = vec![0.0; n];
-    let mut q = vec![0.0; n];
-    let mut active = Vec::with_capacity(n);
-    for i in 0..n {
-        let s = problem.weight(i);
-        q[i] = s * (x.sq_norm(i) + bias * bias) * scale;
-        if q[i] > 0.0 {
-            active.push(i as u32);
-        } else if s > 0.0 {
-            // An all-zero row without intercept: its score is always 0.
-            alpha[i] = loss.dual_of(0.0, problem.y[i]);
+    let mut state = State::new(problem, loss, reg, l2, cfg.l1, bias, row_sq, start.alpha, Vec::new());
+    let mut order = state.active.clone();
+    let mut gap_trace = Vec::new();
+    let mut last = None;
+    let budget = Budget { max_epochs: u32::MAX, check_every: cfg.check_every, check_last: true };
+    let run = drive(&mut state, &mut order, budget, cfg.sampling, clock, rng, |st| {
+        let (c, solved_gap) = certify(st, judge);
+        gap_trace.push(c.gap);
+        last = Some((c, solved_gap));
+        if judge.met(&c) {
+            Verdict::Stop
+        } else {
+            Verdict::Continue
         }
-    }
-    let mut state = State {
-        problem,
-        loss,
-        reg,
-        l2: cfg.l2,
-        l1: cfg.l1,
-        scale,
-        bias,
-        alpha,
-        v: vec![0.0; d + 1],
-        q,
-        active,
-    };
-    let trace = drive(&mut state, cfg, rng);
-    let w = state.weights();
-    Ok(FitResult {
-        coef: w[..d].to_vec(),
-        intercept: bias * w[d],
+    });
+    // No epoch could run (exhausted budget): certify the start.
+    let (certificate, solved_gap) = last.unwrap_or_else(|| certify(&mut state, judge));
+    Outcome {
+        w: state.w,
         alpha: state.alpha,
-        certificate: trace.certificate,
-        epochs: trace.epochs,
-        status: trace.status,
-        gap_trace: trace.gap_trace,
+        certificate,
+        solved_gap,
+        status: run.status(),
+        gap_trace,
         solver: "sdca",
-    })
+        outer_iterations: 0,
+    }
 }
 
 #[cfg(test)]
