@@ -270,3 +270,21 @@ def test_thread_count_does_not_change_models() -> None:
         outputs.append(res.stdout)
     assert outputs[0] == outputs[1]
     assert len(outputs[0]) > 100
+
+
+def test_accelerated_and_plain_reach_the_same_optimum(breast_cancer: pl.DataFrame) -> None:
+    """Accelerated Prox-SDCA at a small l2 (with L1) meets the plain solver's optimum."""
+    features = [c for c in breast_cancer.columns if c.startswith("f")]
+    opts = {"loss": "smooth_hinge", "l2": 1e-5, "l1": 1e-4, "tol": 1e-8, "max_epochs": 100_000}
+    acc = fit_model(breast_cancer, features, solver="accelerated", **opts)
+    plain = fit_model(breast_cancer, features, solver="sdca", **opts)
+    assert acc["solver"] == "accelerated"
+    assert plain["solver"] == "sdca"
+    assert acc["converged"]
+    assert plain["converged"]
+    assert acc["primal"] == pytest.approx(plain["primal"], rel=2e-8)
+    assert acc["epochs"] < plain["epochs"]
+    rows = breast_cancer.select(
+        ps.fit_rows("y", features, solver="accelerated", **opts).alias("r")  # type: ignore[arg-type]
+    ).unnest("r")
+    assert rows["gap"].mean() == pytest.approx(acc["gap"], rel=1e-9, abs=1e-15)

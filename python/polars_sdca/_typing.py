@@ -21,7 +21,7 @@ Loss = Literal[
 ]
 """Names accepted by ``loss=`` (DESIGN.md section 3)."""
 
-Solver = Literal["auto", "sdca"]
+Solver = Literal["auto", "sdca", "accelerated"]
 Sampling = Literal["uniform", "permutation"]
 NullPolicy = Literal["raise", "drop"]
 OnError = Literal["raise", "null"]
@@ -54,4 +54,22 @@ class FitOptions(TypedDict, total=False):
     n_features: int | None
     max_seconds: float | None
     null_policy: NullPolicy
+    on_error: OnError
+
+
+class CrfOptions(TypedDict, total=False):
+    """Keyword options of :func:`polars_sdca.crf_fit` and :func:`polars_sdca.crf_fit_rows`."""
+
+    l2: float | None
+    tol: float
+    max_epochs: int
+    check_every: int
+    sampling: Literal["gap", "uniform"]
+    non_uniform: float
+    seed: int
+    max_memory: int | None
+    max_seconds: float | None
+    max_sequence_length: int | None
+    n_features: int | None
+    null_policy: Literal["raise"]
     on_error: OnError
