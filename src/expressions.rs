@@ -55,3 +55,48 @@ fn fit_rows(inputs: &[Series], kwargs: FitKwargs) -> PolarsResult<Series> {
 fn predict(inputs: &[Series], kwargs: PredictKwargs) -> PolarsResult<Series> {
     predict::predict(&named(inputs, &kwargs.layout), &kwargs)
 }
+
+fn crf_checked(fields: &[Field], kw: &crate::kwargs::CrfKwargs) -> PolarsResult<DataType> {
+    kw.params().check().map_err(param)?;
+    crate::crf::check_policies(kw)?;
+    let tag = fields.first().ok_or_else(|| polars_err!(ComputeError: "crf_fit needs a tag column"))?;
+    crate::crf::check_tag_dtype(tag.name(), tag.dtype())?;
+    let k = usize::try_from(kw.layout.n_feature_inputs).unwrap_or(0);
+    check_feature_dtypes(fields.get(1..1 + k).unwrap_or(&[]))?;
+    Ok(tag.dtype().clone())
+}
+
+fn crf_fit_output(fields: &[Field], kwargs: crate::kwargs::CrfKwargs) -> PolarsResult<Field> {
+    let tag = crf_checked(fields, &kwargs)?;
+    Ok(Field::new(fields[0].name().clone(), DataType::Struct(crate::crf::model_fields(&tag))))
+}
+
+fn crf_fit_rows_output(fields: &[Field], kwargs: crate::kwargs::CrfKwargs) -> PolarsResult<Field> {
+    let tag = crf_checked(fields, &kwargs)?;
+    Ok(Field::new(fields[0].name().clone(), DataType::Struct(crate::crf::rows_fields(&tag))))
+}
+
+fn crf_predict_output(fields: &[Field], _kwargs: crate::kwargs::CrfPredictKwargs) -> PolarsResult<Field> {
+    let model =
+        fields.first().ok_or_else(|| polars_err!(ComputeError: "crf_predict needs a model column"))?;
+    Ok(Field::new(model.name().clone(), crate::crf::predict_dtype(model.dtype())?))
+}
+
+#[polars_expr(output_type_func_with_kwargs = crf_fit_output)]
+fn crf_fit(inputs: &[Series], kwargs: crate::kwargs::CrfKwargs) -> PolarsResult<Series> {
+    let inputs = named(inputs, &kwargs.layout);
+    crate::crf::split(&inputs, &kwargs.layout)?;
+    crate::crf::model(&inputs, &kwargs)
+}
+
+#[polars_expr(output_type_func_with_kwargs = crf_fit_rows_output)]
+fn crf_fit_rows(inputs: &[Series], kwargs: crate::kwargs::CrfKwargs) -> PolarsResult<Series> {
+    let inputs = named(inputs, &kwargs.layout);
+    crate::crf::split(&inputs, &kwargs.layout)?;
+    crate::crf::rows(&inputs, &kwargs)
+}
+
+#[polars_expr(output_type_func_with_kwargs = crf_predict_output)]
+fn crf_predict(inputs: &[Series], kwargs: crate::kwargs::CrfPredictKwargs) -> PolarsResult<Series> {
+    crate::crf::predict(&named(inputs, &kwargs.layout), &kwargs)
+}

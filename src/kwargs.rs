@@ -83,3 +83,50 @@ pub struct PredictKwargs {
     /// `"decision"`, `"class"` or `"proba"`.
     pub kind: String,
 }
+
+/// Kwargs of `crf_fit` and `crf_fit_rows` (inputs: tag, features, sequence).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrfKwargs {
+    /// Input layout (`has_weights` unused; the last input is the sequence column).
+    pub layout: Layout,
+    /// `"raise"` or `"null"`: what a failed group yields.
+    pub on_error: String,
+    pub l2: Option<f64>,
+    pub tol: f64,
+    pub max_epochs: i64,
+    pub check_every: i64,
+    pub sampling: String,
+    pub non_uniform: f64,
+    pub seed: i64,
+    pub max_memory: Option<i64>,
+    pub max_seconds: Option<f64>,
+    pub max_sequence_length: Option<i64>,
+}
+
+impl CrfKwargs {
+    /// The CRF solver parameters, unchecked (`line_search_tol` keeps the core default).
+    pub fn params(&self) -> sdca_core::crf::CrfParams {
+        sdca_core::crf::CrfParams {
+            l2: self.l2,
+            tol: self.tol,
+            max_epochs: self.max_epochs,
+            check_every: self.check_every,
+            sampling: self.sampling.clone(),
+            non_uniform: self.non_uniform,
+            seed: self.seed,
+            max_memory: self.max_memory,
+            max_seconds: self.max_seconds,
+            max_sequence_length: self.max_sequence_length,
+            ..sdca_core::crf::CrfParams::default()
+        }
+    }
+}
+
+/// Kwargs of `crf_predict` (inputs: model, features, sequence).
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CrfPredictKwargs {
+    /// Input layout (weights unused).
+    pub layout: Layout,
+}

@@ -6,6 +6,7 @@
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
 mod convert;
+mod crf;
 mod error;
 mod expressions;
 mod fit;
@@ -30,9 +31,20 @@ fn check_fit_kwargs(pickled: &[u8]) -> PyResult<()> {
     Ok(())
 }
 
+/// Checks pickled `crf_fit` kwargs with the plugin's own checks (`ValueError` at build time).
+#[pyfunction]
+fn check_crf_kwargs(pickled: &[u8]) -> PyResult<()> {
+    let kw: kwargs::CrfKwargs = serde_pickle::from_slice(pickled, Default::default())
+        .map_err(|e| PyTypeError::new_err(format!("invalid keyword arguments: {e}")))?;
+    kw.params().check().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    crf::check_policies(&kw).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(())
+}
+
 #[pymodule]
 fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(check_fit_kwargs, m)?)?;
+    m.add_function(wrap_pyfunction!(check_crf_kwargs, m)?)?;
     Ok(())
 }

@@ -23,7 +23,7 @@ from polars_sdca import _internal
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from polars_sdca._typing import FitOptions, IntoExpr, IntoFeatures, PredictKind
+    from polars_sdca._typing import CrfOptions, FitOptions, IntoExpr, IntoFeatures, PredictKind
 
 _LIB = Path(__file__).parent
 
@@ -165,8 +165,10 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
             L1 strength, ``>= 0`` (default 0): elastic net by Prox-SDCA.
         smoothing, epsilon : float
             Parameters of "smooth_hinge" (default 1) and "epsilon_insensitive" (default 0.1).
-        solver : {"auto", "sdca"}
-            Solver (default "auto").
+        solver : {"auto", "sdca", "accelerated"}
+            Solver (default "auto": accelerated Prox-SDCA when ``R^2 / (gamma l2) > 10 n``
+            for a ``1/gamma``-smooth loss, plain (Prox-)SDCA otherwise). The model's
+            ``solver`` field says which ran.
         sampling : {"permutation", "uniform"}
             Coordinate order: a fresh permutation per epoch, or draws with replacement.
         tol : float
@@ -317,4 +319,236 @@ def predict(
         args=args,
         kwargs={"layout": layout, "kind": kind},
         is_elementwise=True,
+    )
+
+
+_CRF_DEFAULTS: dict[str, Any] = {
+    "l2": None,
+    "tol": 1e-6,
+    "max_epochs": 100,
+    "check_every": 1,
+    "sampling": "gap",
+    "non_uniform": 0.8,
+    "seed": 0,
+    "max_memory": None,
+    "max_seconds": None,
+    "max_sequence_length": None,
+    "n_features": None,
+    "null_policy": "raise",
+    "on_error": "raise",
+}
+_CRF_FLOATS = ("l2", "tol", "non_uniform", "max_seconds")
+_CRF_INTS = ("max_epochs", "check_every", "seed", "max_memory", "max_sequence_length", "n_features")
+_CRF_OPTIONAL = ("l2", "max_memory", "max_seconds", "max_sequence_length", "n_features")
+
+
+def _crf_number(name: str, value: object, kind: type) -> float | int | None:
+    if value is None and name in _CRF_OPTIONAL:
+        return None
+    if value is None:
+        msg = f"{name} must be a number, got None"
+        raise TypeError(msg)
+    return _number(name, value, kind)
+
+
+def _crf_call(
+    function_name: str,
+    tag: IntoExpr,
+    features: IntoFeatures,
+    sequence: IntoExpr,
+    options: dict[str, Any],
+) -> pl.Expr:
+    unknown = set(options) - set(_CRF_DEFAULTS)
+    if unknown:
+        msg = f"unknown option(s) {sorted(unknown)}; valid options are {sorted(_CRF_DEFAULTS)}"
+        raise TypeError(msg)
+    opts = {**_CRF_DEFAULTS, **options}
+    feature_exprs = _feature_exprs(features)
+    args = [_expr(tag, "tag"), *feature_exprs, _expr(sequence, "sequence")]
+    kwargs: dict[str, Any] = {}
+    for name in _CRF_FLOATS:
+        kwargs[name] = _crf_number(name, opts[name], float)
+    for name in _CRF_INTS:
+        kwargs[name] = _crf_number(name, opts[name], int)
+    for name in ("sampling", "null_policy", "on_error"):
+        if not isinstance(opts[name], str):
+            msg = f"{name} must be a string, got {type(opts[name]).__name__}"
+            raise TypeError(msg)
+        kwargs[name] = opts[name]
+    kwargs["layout"] = {
+        "n_feature_inputs": len(feature_exprs),
+        "has_weights": False,
+        "n_features": kwargs.pop("n_features"),
+        "null_policy": kwargs.pop("null_policy"),
+        "names": [_name(a) for a in args],
+    }
+    _internal.check_crf_kwargs(pickle.dumps(kwargs, protocol=5))
+    return register_plugin_function(
+        plugin_path=_LIB,
+        function_name=function_name,
+        args=args,
+        kwargs=kwargs,
+        returns_scalar=function_name == "crf_fit",
+    )
+
+
+def crf_fit(
+    tag: IntoExpr, features: IntoFeatures, *, sequence: IntoExpr, **options: Unpack[CrfOptions]
+) -> pl.Expr:
+    """Fit a linear-chain CRF by SDCA with line search; one model struct per group.
+
+    One token per row. Consecutive rows with equal ``sequence`` values form one sequence, in
+    frame order (rows of a sequence must be contiguous). Minimises
+    ``(l2/2)||w||^2 + (1/n) sum_i [log Z(x_i) - s_i(y_i)]`` over ``n`` sequences and returns
+    the weights with the duality-gap certificate.
+
+    Parameters
+    ----------
+    tag
+        Tag column: strings, integers or booleans. The model's labels are the sorted distinct
+        tags of the group.
+    features
+        Token attributes: one sparse ``List(Struct{index, value})`` column, a list of numeric
+        columns, or one ``List(Float64)`` / ``Array`` column.
+    sequence
+        Column whose consecutive equal values form a sequence.
+    **options
+        l2 : float, optional
+            L2 strength ``> 0``; default ``1 / n`` (number of sequences), the paper's choice.
+        tol : float
+            Stop when the duality gap ``<= tol * primal`` (default 1e-6).
+        max_epochs, check_every : int
+            Epoch cap (default 100) and true-gap check period in epochs (default 1).
+        sampling : {"gap", "uniform"}
+            Next sequence proportionally to its block gap (default), or uniformly.
+        non_uniform : float
+            Fraction of gap-proportional draws under "gap" sampling (default 0.8).
+        seed : int
+            Random seed.
+        max_memory : int, optional
+            Refuse to start when the estimated memory exceeds this many bytes.
+        max_seconds : float, optional
+            Time budget; the fit stops not converged.
+        max_sequence_length : int, optional
+            Reject longer sequences.
+        n_features : int, optional
+            Width of sparse features (default: largest index + 1 in the group).
+        null_policy : {"raise"}
+            Nulls in any input raise (dropping rows would split sequences).
+        on_error : {"raise", "null"}
+            A group that cannot be fitted raises (default) or yields a null model whose
+            ``status`` says why.
+
+    Returns
+    -------
+    Expr
+        A Struct with ``emission`` (``List(List(Float64))``: one list of ``n_attributes``
+        weights per label), ``transition`` (``List(List(Float64))``: ``transition[k][l]`` for
+        label ``k`` followed by ``l``), ``start``, ``end``, ``bias`` (``List(Float64)``, one per
+        label), ``labels`` (``List(<tag dtype>)``, the order of every per-label list), ``l2``,
+        ``primal``, ``dual``, ``gap``, ``epochs`` (UInt32), ``converged``, ``gap_trace``,
+        ``n_sequences``, ``n_tokens``, ``n_attributes`` (UInt64) and ``status``.
+
+    Raises
+    ------
+    ValueError
+        An option value is out of range or unknown (raised here, before data is read).
+    TypeError
+        An unknown option, or an option of the wrong type.
+    polars.exceptions.ComputeError
+        Bad data (nulls, a sequence id that re-appears, a too long sequence, bad indices),
+        naming the column and the row or sequence.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_sdca as ps
+    >>> df = pl.DataFrame({"s": [0, 0, 1, 1], "x": [1.0, 0.0, 1.0, 0.0], "t": ["A", "B", "A", "B"]})
+    >>> m = df.select(ps.crf_fit("t", ["x"], sequence="s", l2=0.1)).item()
+    >>> m["labels"], m["converged"]
+    (['A', 'B'], True)
+    """
+    return _crf_call("crf_fit", tag, features, sequence, dict(options))
+
+
+def crf_fit_rows(
+    tag: IntoExpr, features: IntoFeatures, *, sequence: IntoExpr, **options: Unpack[CrfOptions]
+) -> pl.Expr:
+    """Fit like :func:`crf_fit` and return per-token outputs of the group's model.
+
+    Parameters
+    ----------
+    tag, features, sequence, **options
+        As for :func:`crf_fit`.
+
+    Returns
+    -------
+    Expr
+        A Struct per row: ``prediction`` (Viterbi tag, in the tag dtype), ``marginals``
+        (``List(Float64)``: ``p(y_t = k | x)`` in the model's ``labels`` order) and ``gap``
+        (the block gap of the row's sequence; their mean over sequences is the model's gap).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_sdca as ps
+    >>> df = pl.DataFrame({"s": [0, 0, 1, 1], "x": [1.0, 0.0, 1.0, 0.0], "t": [1, 2, 1, 2]})
+    >>> out = df.select(ps.crf_fit_rows("t", ["x"], sequence="s", l2=0.1).alias("r")).unnest("r")
+    >>> out["prediction"].to_list()
+    [1, 2, 1, 2]
+    """
+    return _crf_call("crf_fit_rows", tag, features, sequence, dict(options))
+
+
+def crf_predict(
+    model: IntoExpr | dict[str, Any] | pl.DataFrame | pl.Series,
+    features: IntoFeatures,
+    *,
+    sequence: IntoExpr,
+    n_features: int | None = None,
+) -> pl.Expr:
+    """Viterbi tags from a CRF model column (e.g. after a join) or a model object.
+
+    Parameters
+    ----------
+    model
+        The model struct column (name or expression; each sequence uses the model at its first
+        row), or a model given as a dict, a one-row DataFrame or a Struct Series, broadcast.
+    features
+        Token attributes in the same form as at fit time. Sparse attribute indices the model
+        does not know are ignored; dense features must have the model's ``n_attributes``
+        columns.
+    sequence
+        Column whose consecutive equal values form a sequence.
+    n_features : int, optional
+        Width of sparse features (default: largest index + 1).
+
+    Returns
+    -------
+    Expr
+        The Viterbi tag of every row, in the model's ``labels`` dtype (null where the model is
+        null).
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_sdca as ps
+    >>> df = pl.DataFrame({"s": [0, 0, 1, 1], "x": [1.0, 0.0, 1.0, 0.0], "t": ["A", "B", "A", "B"]})
+    >>> m = df.select(ps.crf_fit("t", ["x"], sequence="s", l2=0.1)).item()
+    >>> df.select(ps.crf_predict(m, ["x"], sequence="s")).to_series().to_list()
+    ['A', 'B', 'A', 'B']
+    """
+    args = [_model_expr(model), *_feature_exprs(features), _expr(sequence, "sequence")]
+    layout = {
+        "n_feature_inputs": len(args) - 2,
+        "has_weights": False,
+        "n_features": _number("n_features", n_features, int),
+        "null_policy": "raise",
+        "names": [_name(a) for a in args],
+    }
+    return register_plugin_function(
+        plugin_path=_LIB,
+        function_name="crf_predict",
+        args=args,
+        kwargs={"layout": layout},
     )

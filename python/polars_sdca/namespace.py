@@ -11,7 +11,7 @@ from polars_sdca import functions
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from polars_sdca._typing import FitOptions, IntoFeatures, PredictKind
+    from polars_sdca._typing import CrfOptions, FitOptions, IntoExpr, IntoFeatures, PredictKind
 
 
 @pl.api.register_expr_namespace("sdca")
@@ -67,3 +67,50 @@ class SdcaNamespace:
         [1.0, 3.0, 5.0]
         """
         return functions.predict(self._expr, features, kind=kind)
+
+    def crf_fit(
+        self, features: IntoFeatures, *, sequence: IntoExpr, **options: Unpack[CrfOptions]
+    ) -> pl.Expr:
+        """Fit one linear-chain CRF per group on this tag column; see :func:`polars_sdca.crf_fit`.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import polars_sdca  # noqa: F401
+        >>> df = pl.DataFrame({"s": [0, 0, 1], "x": [1.0, 0.0, 1.0], "t": ["A", "B", "A"]})
+        >>> df.select(pl.col("t").sdca.crf_fit(["x"], sequence="s")).item()["labels"]
+        ['A', 'B']
+        """
+        return functions.crf_fit(self._expr, features, sequence=sequence, **options)
+
+    def crf_fit_rows(
+        self, features: IntoFeatures, *, sequence: IntoExpr, **options: Unpack[CrfOptions]
+    ) -> pl.Expr:
+        """Per-token outputs of this group's CRF; see :func:`polars_sdca.crf_fit_rows`.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import polars_sdca  # noqa: F401
+        >>> df = pl.DataFrame({"s": [0, 0, 1], "x": [1.0, 0.0, 1.0], "t": ["A", "B", "A"]})
+        >>> out = df.select(pl.col("t").sdca.crf_fit_rows(["x"], sequence="s", l2=0.1)).unnest("t")
+        >>> out["prediction"].to_list()
+        ['A', 'B', 'A']
+        """
+        return functions.crf_fit_rows(self._expr, features, sequence=sequence, **options)
+
+    def crf_predict(
+        self, features: IntoFeatures, *, sequence: IntoExpr, n_features: int | None = None
+    ) -> pl.Expr:
+        """Viterbi tags with the CRF model in this column; see :func:`polars_sdca.crf_predict`.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import polars_sdca  # noqa: F401
+        >>> df = pl.DataFrame({"s": [0, 0, 1], "x": [1.0, 0.0, 1.0], "t": ["A", "B", "A"]})
+        >>> m = df.select(pl.col("t").sdca.crf_fit(["x"], sequence="s", l2=0.1).alias("m"))
+        >>> df.join(m, how="cross").select(pl.col("m").sdca.crf_predict(["x"], sequence="s"))["m"].to_list()
+        ['A', 'B', 'A']
+        """
+        return functions.crf_predict(self._expr, features, sequence=sequence, n_features=n_features)
