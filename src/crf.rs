@@ -309,14 +309,14 @@ fn null_model(name: &str, tag: &DataType, l2: Option<f64>, status: &str) -> Pola
 /// `crf_fit`: one model row for the group.
 pub fn model(inputs: &[Series], kw: &CrfKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
-    let cfg = kw.params().check().map_err(param)?;
+    let cfg = kw.params.check().map_err(param)?;
     let tag = &inputs[0];
     let result = prepare(inputs, kw).and_then(|g| {
         let (fit, _) = solve(&g, &cfg, false)?;
         model_row(tag.name(), &fit, &g.labels)
     });
     match result {
-        Err(e) if kw.on_error == "null" => null_model(tag.name(), tag.dtype(), kw.l2, &status_of(&e)),
+        Err(e) if kw.on_error == "null" => null_model(tag.name(), tag.dtype(), kw.params.l2, &status_of(&e)),
         other => other,
     }
 }
@@ -353,7 +353,7 @@ fn rows_series(
 /// `crf_fit_rows`: per-token Viterbi label, node marginals and the sequence's block gap.
 pub fn rows(inputs: &[Series], kw: &CrfKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
-    let cfg = kw.params().check().map_err(param)?;
+    let cfg = kw.params.check().map_err(param)?;
     let tag = &inputs[0];
     let result = prepare(inputs, kw).and_then(|g| {
         let (fit, out) = solve(&g, &cfg, true)?;

@@ -14,7 +14,7 @@ use crate::output::{model_fields, rows_fields};
 use crate::predict;
 
 fn fit_checked_fields(fields: &[Field], kw: &FitKwargs) -> PolarsResult<DataType> {
-    let cfg = kw.params().check().map_err(param)?;
+    let cfg = kw.params.check().map_err(param)?;
     fit::check_policies(kw)?;
     let label = fields.first().ok_or_else(|| polars_err!(ComputeError: "fit needs a label column"))?;
     let k = usize::try_from(kw.layout.n_feature_inputs).unwrap_or(0);
@@ -57,7 +57,7 @@ fn predict(inputs: &[Series], kwargs: PredictKwargs) -> PolarsResult<Series> {
 }
 
 fn crf_checked(fields: &[Field], kw: &crate::kwargs::CrfKwargs) -> PolarsResult<DataType> {
-    kw.params().check().map_err(param)?;
+    kw.params.check().map_err(param)?;
     crate::crf::check_policies(kw)?;
     let tag = fields.first().ok_or_else(|| polars_err!(ComputeError: "crf_fit needs a tag column"))?;
     crate::crf::check_tag_dtype(tag.name(), tag.dtype())?;

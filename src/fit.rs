@@ -88,7 +88,7 @@ pub fn solve(g: &Group, cfg: &FitConfig, rows: bool) -> PolarsResult<(FitResult,
 }
 
 fn meta<'a>(label: &'a Series, kw: &'a FitKwargs) -> ModelMeta<'a> {
-    ModelMeta { label_dtype: label.dtype(), loss: &kw.loss, l2: kw.l2, l1: kw.l1 }
+    ModelMeta { label_dtype: label.dtype(), loss: &kw.params.loss, l2: kw.params.l2, l1: kw.params.l1 }
 }
 
 /// The text a failed group records as its `status`.
@@ -102,7 +102,7 @@ fn status_of(e: &PolarsError) -> String {
 /// `fit`: one model row for the group.
 pub fn model(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
-    let cfg = kw.params().check().map_err(param)?;
+    let cfg = kw.params.check().map_err(param)?;
     let label = &inputs[0];
     let meta = meta(label, kw);
     let result = prepare(inputs, kw, &cfg).and_then(|g| {
@@ -127,7 +127,7 @@ pub fn prediction_dtype(label: &DataType, classification: bool) -> DataType {
 /// `fit_rows`: per-row prediction, decision, dual and block gap of the group's fit.
 pub fn rows(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
-    let cfg = kw.params().check().map_err(param)?;
+    let cfg = kw.params.check().map_err(param)?;
     let label = &inputs[0];
     let classification = cfg.loss.is_classification();
     let dtype = prediction_dtype(label.dtype(), classification);

@@ -6,6 +6,7 @@
 
 use serde::Deserialize;
 
+use sdca_core::crf::CrfParams;
 use sdca_core::FitParams;
 
 /// How the plugin's input columns are laid out.
@@ -33,45 +34,8 @@ pub struct FitKwargs {
     pub layout: Layout,
     /// `"raise"` or `"null"`: what a failed group yields.
     pub on_error: String,
-    pub loss: String,
-    pub smoothing: f64,
-    pub epsilon: f64,
-    pub l2: f64,
-    pub l1: f64,
-    pub solver: String,
-    pub sampling: String,
-    pub tol: f64,
-    pub max_epochs: i64,
-    pub check_every: i64,
-    pub seed: i64,
-    pub fit_intercept: bool,
-    pub intercept_scaling: f64,
-    pub max_seconds: Option<f64>,
-}
-
-impl FitKwargs {
-    /// The solver parameters, unchecked. Core options the plugin does not expose keep their
-    /// defaults.
-    #[allow(clippy::needless_update)]
-    pub fn params(&self) -> FitParams {
-        FitParams {
-            loss: self.loss.clone(),
-            smoothing: self.smoothing,
-            epsilon: self.epsilon,
-            l2: self.l2,
-            l1: self.l1,
-            solver: self.solver.clone(),
-            sampling: self.sampling.clone(),
-            tol: self.tol,
-            max_epochs: self.max_epochs,
-            check_every: self.check_every,
-            seed: self.seed,
-            fit_intercept: self.fit_intercept,
-            intercept_scaling: self.intercept_scaling,
-            max_seconds: self.max_seconds,
-            ..FitParams::default()
-        }
-    }
+    /// The solver parameters, unchecked (checked by `FitParams::check`).
+    pub params: FitParams,
 }
 
 /// Kwargs of `predict`.
@@ -92,35 +56,8 @@ pub struct CrfKwargs {
     pub layout: Layout,
     /// `"raise"` or `"null"`: what a failed group yields.
     pub on_error: String,
-    pub l2: Option<f64>,
-    pub tol: f64,
-    pub max_epochs: i64,
-    pub check_every: i64,
-    pub sampling: String,
-    pub non_uniform: f64,
-    pub seed: i64,
-    pub max_memory: Option<i64>,
-    pub max_seconds: Option<f64>,
-    pub max_sequence_length: Option<i64>,
-}
-
-impl CrfKwargs {
-    /// The CRF solver parameters, unchecked (`line_search_tol` keeps the core default).
-    pub fn params(&self) -> sdca_core::crf::CrfParams {
-        sdca_core::crf::CrfParams {
-            l2: self.l2,
-            tol: self.tol,
-            max_epochs: self.max_epochs,
-            check_every: self.check_every,
-            sampling: self.sampling.clone(),
-            non_uniform: self.non_uniform,
-            seed: self.seed,
-            max_memory: self.max_memory,
-            max_seconds: self.max_seconds,
-            max_sequence_length: self.max_sequence_length,
-            ..sdca_core::crf::CrfParams::default()
-        }
-    }
+    /// The CRF solver parameters, unchecked (checked by `CrfParams::check`).
+    pub params: CrfParams,
 }
 
 /// Kwargs of `crf_predict` (inputs: model, features, sequence).

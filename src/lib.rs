@@ -26,7 +26,7 @@ static ALLOC: pyo3_polars::PolarsAllocator = pyo3_polars::PolarsAllocator::new()
 fn check_fit_kwargs(pickled: &[u8]) -> PyResult<()> {
     let kw: kwargs::FitKwargs = serde_pickle::from_slice(pickled, Default::default())
         .map_err(|e| PyTypeError::new_err(format!("invalid keyword arguments: {e}")))?;
-    kw.params().check().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    kw.params.check().map_err(|e| PyValueError::new_err(e.to_string()))?;
     fit::check_policies(&kw).map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(())
 }
@@ -36,7 +36,7 @@ fn check_fit_kwargs(pickled: &[u8]) -> PyResult<()> {
 fn check_crf_kwargs(pickled: &[u8]) -> PyResult<()> {
     let kw: kwargs::CrfKwargs = serde_pickle::from_slice(pickled, Default::default())
         .map_err(|e| PyTypeError::new_err(format!("invalid keyword arguments: {e}")))?;
-    kw.params().check().map_err(|e| PyValueError::new_err(e.to_string()))?;
+    kw.params.check().map_err(|e| PyValueError::new_err(e.to_string()))?;
     crf::check_policies(&kw).map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(())
 }

@@ -130,13 +130,13 @@ def _fit_call(
         "null_policy": kwargs.pop("null_policy"),
         "names": [_name(a) for a in args],
     }
-    kwargs["layout"] = layout
-    _internal.check_fit_kwargs(pickle.dumps(kwargs, protocol=5))
+    payload = {"layout": layout, "on_error": kwargs.pop("on_error"), "params": kwargs}
+    _internal.check_fit_kwargs(pickle.dumps(payload, protocol=5))
     return register_plugin_function(
         plugin_path=_LIB,
         function_name=function_name,
         args=args,
-        kwargs=kwargs,
+        kwargs=payload,
         returns_scalar=function_name == "fit",
     )
 
@@ -375,19 +375,20 @@ def _crf_call(
             msg = f"{name} must be a string, got {type(opts[name]).__name__}"
             raise TypeError(msg)
         kwargs[name] = opts[name]
-    kwargs["layout"] = {
+    layout = {
         "n_feature_inputs": len(feature_exprs),
         "has_weights": False,
         "n_features": kwargs.pop("n_features"),
         "null_policy": kwargs.pop("null_policy"),
         "names": [_name(a) for a in args],
     }
-    _internal.check_crf_kwargs(pickle.dumps(kwargs, protocol=5))
+    payload = {"layout": layout, "on_error": kwargs.pop("on_error"), "params": kwargs}
+    _internal.check_crf_kwargs(pickle.dumps(payload, protocol=5))
     return register_plugin_function(
         plugin_path=_LIB,
         function_name=function_name,
         args=args,
-        kwargs=kwargs,
+        kwargs=payload,
         returns_scalar=function_name == "crf_fit",
     )
 

@@ -58,8 +58,10 @@ impl Sampling {
 }
 
 /// Parameters as the user gave them; wide types so that every bad value reaches
-/// [`FitParams::check`] and gets our wording.
-#[derive(Debug, Clone, PartialEq)]
+/// [`FitParams::check`] and gets our wording. Deserializable (missing keys take the defaults,
+/// unknown keys are an error) so the plugin reads its kwargs straight into it.
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct FitParams {
     /// Loss name (see [`LossKind::NAMES`]).
     pub loss: String,

@@ -28,7 +28,8 @@ impl CrfSampling {
 }
 
 /// CRF parameters as the user gave them.
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone, PartialEq, serde::Deserialize)]
+#[serde(deny_unknown_fields, default)]
 pub struct CrfParams {
     /// L2 strength, `lambda` of the paper; `> 0`. `None` means `1 / n` (n = number of sequences),
     /// the paper's choice in every experiment.
