@@ -288,3 +288,35 @@ def test_accelerated_and_plain_reach_the_same_optimum(breast_cancer: pl.DataFram
         ps.fit_rows("y", features, solver="accelerated", **opts).alias("r")  # type: ignore[arg-type]
     ).unnest("r")
     assert rows["gap"].mean() == pytest.approx(acc["gap"], rel=1e-9, abs=1e-15)
+
+
+@pytest.mark.parametrize("l1", [0.1, 0.01])
+@pytest.mark.parametrize("l1_ratio", [1.0, 0.5])
+def test_lasso_and_elastic_net_match_sklearn(l1: float, l1_ratio: float) -> None:
+    """Squared loss with L1 (l2=0: the Lasso reduction) matches sklearn at tight tol.
+
+    sklearn's ElasticNet minimises (1/2n)||y - Xw||^2 + a r ||w||_1 + (a (1 - r)/2)||w||^2, our
+    objective with l1 = a r and l2 = a (1 - r); its coordinate descent at tol=1e-14 is exact here.
+    """
+    from sklearn.datasets import load_diabetes
+    from sklearn.linear_model import ElasticNet
+
+    x, y = load_diabetes(return_X_y=True)
+    x = (x - x.mean(0)) / x.std(0)
+    y = (y - y.mean()) / y.std()
+    cols = [f"f{j}" for j in range(x.shape[1])]
+    df = pl.DataFrame({**{c: x[:, j] for j, c in enumerate(cols)}, "y": y})
+    l2, l1_strength = l1 * (1 - l1_ratio), l1 * l1_ratio
+    model = fit_model(
+        df, cols, loss="squared", l2=l2, l1=l1_strength, tol=1e-10, max_epochs=100_000, fit_intercept=False
+    )
+    ref = ElasticNet(alpha=l1, l1_ratio=l1_ratio, fit_intercept=False, tol=1e-14, max_iter=10**6)
+    ref.fit(x, y)
+
+    def objective(w: np.ndarray) -> float:
+        return float(0.5 * np.mean((x @ w - y) ** 2) + 0.5 * l2 * w @ w + l1_strength * np.abs(w).sum())
+
+    ours, theirs = objective(np.asarray(model["coef"])), objective(ref.coef_)
+    assert model["converged"]
+    assert abs(ours - theirs) <= 1e-6 * theirs
+    assert (np.asarray(model["coef"]) != 0).tolist() == (ref.coef_ != 0).tolist()
