@@ -502,8 +502,8 @@ pub fn predict(inputs: &[Series], kw: &CrfPredictKwargs) -> PolarsResult<Series>
     let broadcast = model.len() == 1;
     let mut runs: Vec<(usize, usize, usize)> = Vec::new(); // (first sequence, end sequence, model row)
     let mut last_print: Option<Vec<u64>> = None;
-    for i in 0..starts.len().saturating_sub(1) {
-        let m = if broadcast { 0 } else { starts[i] };
+    for (i, &start) in starts.iter().enumerate().take(starts.len().saturating_sub(1)) {
+        let m = if broadcast { 0 } else { start };
         let print = if broadcast { Some(Vec::new()) } else { fingerprint(st, m) };
         match runs.last_mut() {
             Some(run) if print.is_some() && print == last_print => run.1 = i + 1,
