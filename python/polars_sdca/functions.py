@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numbers
 import pickle
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -96,6 +96,30 @@ def _number(name: str, value: object, kind: type) -> float | int | None:
     return float(value)
 
 
+def _register(
+    function_name: str,
+    args: list[pl.Expr],
+    layout: dict[str, Any],
+    params: dict[str, Any],
+    check: Callable[[bytes], None],
+) -> pl.Expr:
+    """Check a fit's kwargs with the Rust validator, then register the plugin call.
+
+    The payload nests the solver parameters under ``params`` (read straight into the core's
+    parameter struct) next to the input ``layout`` and ``on_error``. Fits (not the ``_rows``
+    variants) are aggregations: ``returns_scalar``.
+    """
+    payload = {"layout": layout, "on_error": params.pop("on_error"), "params": params}
+    check(pickle.dumps(payload, protocol=5))
+    return register_plugin_function(
+        plugin_path=_LIB,
+        function_name=function_name,
+        args=args,
+        kwargs=payload,
+        returns_scalar=not function_name.endswith("_rows"),
+    )
+
+
 def _fit_call(
     function_name: str, label: IntoExpr, features: IntoFeatures, options: dict[str, Any]
 ) -> pl.Expr:
@@ -130,15 +154,7 @@ def _fit_call(
         "null_policy": kwargs.pop("null_policy"),
         "names": [_name(a) for a in args],
     }
-    payload = {"layout": layout, "on_error": kwargs.pop("on_error"), "params": kwargs}
-    _internal.check_fit_kwargs(pickle.dumps(payload, protocol=5))
-    return register_plugin_function(
-        plugin_path=_LIB,
-        function_name=function_name,
-        args=args,
-        kwargs=payload,
-        returns_scalar=function_name == "fit",
-    )
+    return _register(function_name, args, layout, kwargs, _internal.check_fit_kwargs)
 
 
 def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) -> pl.Expr:
@@ -382,15 +398,7 @@ def _crf_call(
         "null_policy": kwargs.pop("null_policy"),
         "names": [_name(a) for a in args],
     }
-    payload = {"layout": layout, "on_error": kwargs.pop("on_error"), "params": kwargs}
-    _internal.check_crf_kwargs(pickle.dumps(payload, protocol=5))
-    return register_plugin_function(
-        plugin_path=_LIB,
-        function_name=function_name,
-        args=args,
-        kwargs=payload,
-        returns_scalar=function_name == "crf_fit",
-    )
+    return _register(function_name, args, layout, kwargs, _internal.check_crf_kwargs)
 
 
 def crf_fit(
