@@ -40,14 +40,14 @@ fn predict_output(fields: &[Field], kwargs: PredictKwargs) -> PolarsResult<Field
 #[polars_expr(output_type_func_with_kwargs = fit_output)]
 fn fit(inputs: &[Series], kwargs: FitKwargs) -> PolarsResult<Series> {
     let inputs = named(inputs, &kwargs.layout);
-    split(&inputs, &kwargs.layout)?;
+    split(fit::warm_input(&inputs, &kwargs.layout).0, &kwargs.layout)?;
     fit::model(&inputs, &kwargs)
 }
 
 #[polars_expr(output_type_func_with_kwargs = fit_rows_output)]
 fn fit_rows(inputs: &[Series], kwargs: FitKwargs) -> PolarsResult<Series> {
     let inputs = named(inputs, &kwargs.layout);
-    split(&inputs, &kwargs.layout)?;
+    split(fit::warm_input(&inputs, &kwargs.layout).0, &kwargs.layout)?;
     fit::rows(&inputs, &kwargs)
 }
 

@@ -1,7 +1,7 @@
 //! One group's fit: inputs to core views, the core fit, and `on_error` handling.
 
 use polars::prelude::*;
-use sdca_core::{FitConfig, FitResult, Problem, RowOutputs, Rows, SdcaError};
+use sdca_core::{FitConfig, FitResult, Problem, RowOutputs, Rows, SdcaError, Warm};
 
 use crate::convert::{self, Features, Labels};
 use crate::error::{compute, param, InColumn};
@@ -10,6 +10,7 @@ use crate::output::{self, ModelMeta};
 
 /// Converted inputs of one group.
 pub struct Group {
+    warm: Option<(Vec<f64>, f64)>,
     labels: Labels,
     features: Features,
     weights: Option<(String, Vec<f64>)>,
@@ -18,7 +19,8 @@ pub struct Group {
     kept: Option<Vec<IdxSize>>,
 }
 
-/// Splits `inputs` by the layout: first, features, weights.
+/// Splits `inputs` by the layout: first, features, weights (a warm-start model, when present,
+/// is the last input and is taken off by [`warm_input`] first).
 pub fn split<'a>(
     inputs: &'a [Series],
     layout: &Layout,
@@ -32,6 +34,27 @@ pub fn split<'a>(
         )));
     }
     Ok((&inputs[0], &inputs[1..1 + k], layout.has_weights.then(|| &inputs[1 + k])))
+}
+
+/// Separates the warm-start model input (the last one) from the data inputs.
+pub fn warm_input<'a>(inputs: &'a [Series], layout: &Layout) -> (&'a [Series], Option<&'a Series>) {
+    match inputs.split_last() {
+        Some((warm, data)) if layout.has_warm_start => (data, Some(warm)),
+        _ => (inputs, None),
+    }
+}
+
+/// The warm-start model's coefficients and intercept (its first row), or `None` when it is null.
+fn warm_model(s: &Series) -> PolarsResult<Option<(Vec<f64>, f64)>> {
+    let bad =
+        || compute(format!("warm_start: expected a model struct (the output of fit), got {}", s.dtype()));
+    let st = s.struct_().map_err(|_| bad())?;
+    let coef = st.field_by_name("coef").map_err(|_| bad())?;
+    let Some(first) = coef.list().map_err(|_| bad())?.get_as_series(0) else { return Ok(None) };
+    let coef: Vec<f64> =
+        first.cast(&DataType::Float64)?.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect();
+    let intercept = st.field_by_name("intercept").map_err(|_| bad())?.cast(&DataType::Float64)?;
+    Ok(Some((coef, intercept.f64()?.get(0).unwrap_or(0.0))))
 }
 
 /// Checks the policies that are not solver parameters.
@@ -53,13 +76,15 @@ pub fn check_policies(kw: &FitKwargs) -> PolarsResult<()> {
 
 /// Converts the inputs of one group.
 pub fn prepare(inputs: &[Series], kw: &FitKwargs, cfg: &FitConfig) -> PolarsResult<Group> {
+    let (inputs, warm) = warm_input(inputs, &kw.layout);
+    let warm = warm.map(warm_model).transpose()?.flatten();
     let (inputs, kept) = convert::apply_null_policy(inputs, &kw.layout.null_policy)?;
     let (label, feats, weights) = split(&inputs, &kw.layout)?;
     let labels = convert::labels(label, cfg.loss.is_classification(), cfg.loss.name())?;
     let features = convert::features(feats, &kw.layout)?;
     let weights =
         weights.map(|w| Ok::<_, PolarsError>((w.name().to_string(), convert::weights(w)?))).transpose()?;
-    Ok(Group { labels, features, weights, label_name: label.name().to_string(), kept })
+    Ok(Group { warm, labels, features, weights, label_name: label.name().to_string(), kept })
 }
 
 fn solve_on<D: Rows>(
@@ -73,7 +98,8 @@ fn solve_on<D: Rows>(
         (SdcaError::InvalidWeight { .. }, Some((name, _))) => compute(format!("column {name:?}: {e}")),
         _ => compute(format!("column {:?}: {e}", g.label_name)),
     })?;
-    let fit = sdca_core::fit(&problem, cfg).map_err(param)?;
+    let warm = g.warm.as_ref().map(|(coef, intercept)| Warm { coef, intercept: *intercept });
+    let fit = sdca_core::fit_from(&problem, cfg, warm.as_ref()).map_err(param)?;
     let out =
         if rows { Some(sdca_core::row_outputs(&problem, cfg, &fit).in_column(&g.label_name)?) } else { None };
     Ok((fit, out))

@@ -21,6 +21,9 @@ pub struct Layout {
     pub n_features: Option<i64>,
     /// `"raise"` or `"drop"`: what to do with rows holding nulls.
     pub null_policy: String,
+    /// Whether the last input is a warm-start model struct (fit only).
+    #[serde(default)]
+    pub has_warm_start: bool,
     /// The user's name of each input, for messages (inside `group_by` the series arrive
     /// unnamed).
     pub names: Vec<String>,

@@ -14,6 +14,7 @@ import textwrap
 import numpy as np
 import polars as pl
 import pytest
+from polars.exceptions import ComputeError
 from polars.testing import assert_frame_equal
 
 import polars_sdca as ps
@@ -320,3 +321,31 @@ def test_lasso_and_elastic_net_match_sklearn(l1: float, l1_ratio: float) -> None
     assert model["converged"]
     assert abs(ours - theirs) <= 1e-6 * theirs
     assert (np.asarray(model["coef"]) != 0).tolist() == (ref.coef_ != 0).tolist()
+
+
+def test_warm_start_from_a_model(breast_cancer: pl.DataFrame) -> None:
+    """A fit warm-started from its own optimum converges much faster to the same model; a
+    decreasing-l1 path with warm starts needs fewer epochs in total than cold fits."""
+    features = [c for c in breast_cancer.columns if c.startswith("f")]
+    opts = {"loss": "logistic", "l2": 1e-4, "tol": 1e-8, "max_epochs": 100_000, "solver": "sdca"}
+    cold = breast_cancer.select(ps.fit("y", features, **opts).alias("model"))  # type: ignore[arg-type]
+    again = fit_model(breast_cancer, features, warm_start=cold, **opts)
+    first = cold["model"][0]
+    assert again["converged"]
+    assert again["epochs"] * 5 < first["epochs"]
+    assert again["primal"] == pytest.approx(first["primal"], rel=2e-8)
+
+    cold_total = warm_total = 0
+    previous = None
+    for l1 in (1e-2, 3e-3, 1e-3, 3e-4, 1e-4):
+        c = fit_model(breast_cancer, features, l1=l1, **opts)
+        warm_opts = {"warm_start": previous} if previous is not None else {}
+        w = breast_cancer.select(ps.fit("y", features, l1=l1, **warm_opts, **opts).alias("model"))  # type: ignore[arg-type]
+        assert w["model"][0]["primal"] == pytest.approx(c["primal"], rel=2e-8)
+        cold_total += c["epochs"]
+        warm_total += w["model"][0]["epochs"]
+        previous = w
+    assert warm_total < cold_total
+
+    with pytest.raises(ComputeError, match="warm start coef vs n_features: expected 3, got 30"):
+        breast_cancer.select(ps.fit("y", features[:3], warm_start=cold, **opts))  # type: ignore[arg-type]

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Literal, TypedDict, Union
+from typing import TYPE_CHECKING, Any, Literal, TypedDict, Union
 
 import polars as pl
 
@@ -51,6 +51,7 @@ class FitOptions(TypedDict, total=False):
     fit_intercept: bool
     intercept_scaling: float
     weights: IntoExpr | None
+    warm_start: IntoExpr | dict[str, Any] | pl.DataFrame | pl.Series | None
     n_features: int | None
     max_seconds: float | None
     null_policy: NullPolicy

@@ -42,6 +42,7 @@ _DEFAULTS: dict[str, Any] = {
     "fit_intercept": True,
     "intercept_scaling": 1.0,
     "weights": None,
+    "warm_start": None,
     "n_features": None,
     "max_seconds": None,
     "null_policy": "raise",
@@ -133,6 +134,9 @@ def _fit_call(
     weights = opts.pop("weights")
     if weights is not None:
         args.append(_expr(weights, "weights"))
+    warm_start = opts.pop("warm_start")
+    if warm_start is not None:
+        args.append(_model_expr(warm_start))
     kwargs: dict[str, Any] = {}
     for name in (*_FLOATS, "max_seconds"):
         kwargs[name] = _number(name, opts[name], float)
@@ -152,6 +156,7 @@ def _fit_call(
         "has_weights": weights is not None,
         "n_features": _number("n_features", opts["n_features"], int),
         "null_policy": kwargs.pop("null_policy"),
+        "has_warm_start": warm_start is not None,
         "names": [_name(a) for a in args],
     }
     return _register(function_name, args, layout, kwargs, _internal.check_fit_kwargs)
@@ -198,6 +203,10 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
             regularized by ``l2`` (liblinear's treatment); default True.
         weights : str or Expr, optional
             Sample-weight column (``s_i >= 0``).
+        warm_start : model, optional
+            Start from a fitted model (a model column, dict or one-row DataFrame, as for
+            :func:`predict`): the duals start at ``-phi'(score)`` of its scores. Speeds up a
+            path over decreasing ``l1`` / ``l2``; the width must match.
         n_features : int, optional
             Width of sparse features (default: largest index + 1 in the group).
         max_seconds : float, optional
