@@ -2,7 +2,7 @@
 
 Usage (from the repository root, with the plugin built by ``make build``)::
 
-    python benchmarks/run.py            # full run (~10-15 minutes on 2 cores)
+    python benchmarks/run.py            # full run (~7 minutes on 2 idle cores)
     python benchmarks/run.py --quick    # subsampled, 3 repeats, < 5 minutes
     python benchmarks/run.py --repeat 7 --cases sparse-logistic,streaming
 
