@@ -97,6 +97,22 @@ def _number(name: str, value: object, kind: type) -> float | int | None:
     return float(value)
 
 
+def _with_defaults(options: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
+    """The options over their defaults; an unknown name is a TypeError listing the valid ones."""
+    unknown = set(options) - set(defaults)
+    if unknown:
+        msg = f"unknown option(s) {sorted(unknown)}; valid options are {sorted(defaults)}"
+        raise TypeError(msg)
+    return {**defaults, **options}
+
+
+def _string(name: str, value: object) -> str:
+    if not isinstance(value, str):
+        msg = f"{name} must be a string, got {type(value).__name__}"
+        raise TypeError(msg)
+    return value
+
+
 def _register(
     function_name: str,
     args: list[pl.Expr],
@@ -124,11 +140,7 @@ def _register(
 def _fit_call(
     function_name: str, label: IntoExpr, features: IntoFeatures, options: dict[str, Any]
 ) -> pl.Expr:
-    unknown = set(options) - set(_DEFAULTS)
-    if unknown:
-        msg = f"unknown option(s) {sorted(unknown)}; valid options are {sorted(_DEFAULTS)}"
-        raise TypeError(msg)
-    opts = {**_DEFAULTS, **options}
+    opts = _with_defaults(options, _DEFAULTS)
     feature_exprs = _feature_exprs(features)
     args = [_expr(label, "label"), *feature_exprs]
     weights = opts.pop("weights")
@@ -143,10 +155,7 @@ def _fit_call(
     for name in _INTS:
         kwargs[name] = _number(name, opts[name], int)
     for name in _STRINGS:
-        if not isinstance(opts[name], str):
-            msg = f"{name} must be a string, got {type(opts[name]).__name__}"
-            raise TypeError(msg)
-        kwargs[name] = opts[name]
+        kwargs[name] = _string(name, opts[name])
     if not isinstance(opts["fit_intercept"], bool):
         msg = f"fit_intercept must be a bool, got {type(opts['fit_intercept']).__name__}"
         raise TypeError(msg)
@@ -383,11 +392,7 @@ def _crf_call(
     sequence: IntoExpr,
     options: dict[str, Any],
 ) -> pl.Expr:
-    unknown = set(options) - set(_CRF_DEFAULTS)
-    if unknown:
-        msg = f"unknown option(s) {sorted(unknown)}; valid options are {sorted(_CRF_DEFAULTS)}"
-        raise TypeError(msg)
-    opts = {**_CRF_DEFAULTS, **options}
+    opts = _with_defaults(options, _CRF_DEFAULTS)
     feature_exprs = _feature_exprs(features)
     args = [_expr(tag, "tag"), *feature_exprs, _expr(sequence, "sequence")]
     kwargs: dict[str, Any] = {}
@@ -396,10 +401,7 @@ def _crf_call(
     for name in _CRF_INTS:
         kwargs[name] = _crf_number(name, opts[name], int)
     for name in ("sampling", "null_policy", "on_error"):
-        if not isinstance(opts[name], str):
-            msg = f"{name} must be a string, got {type(opts[name]).__name__}"
-            raise TypeError(msg)
-        kwargs[name] = opts[name]
+        kwargs[name] = _string(name, opts[name])
     layout = {
         "n_feature_inputs": len(feature_exprs),
         "has_weights": False,
