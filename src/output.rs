@@ -2,6 +2,8 @@
 //!
 //! The model struct (DESIGN.md section 4) has one fixed layout; only `classes` follows the
 //! label's dtype, so `predict(kind="class")` can return the original label dtype at plan time.
+//! `l2_used` and `solved_gap` describe the problem actually solved: they differ from `l2` and
+//! `gap` only for the Lasso (`l2 = 0`), solved as an elastic net with a small `l2_used`.
 
 use polars::prelude::*;
 use sdca_core::{FitResult, RowOutputs};
@@ -20,10 +22,12 @@ pub fn model_fields(label: &DataType) -> Vec<Field> {
         Field::new("loss".into(), String),
         Field::new("l2".into(), Float64),
         Field::new("l1".into(), Float64),
+        Field::new("l2_used".into(), Float64),
         Field::new("solver".into(), String),
         Field::new("primal".into(), Float64),
         Field::new("dual".into(), Float64),
         Field::new("gap".into(), Float64),
+        Field::new("solved_gap".into(), Float64),
         Field::new("epochs".into(), UInt32),
         Field::new("converged".into(), Boolean),
         Field::new("gap_trace".into(), list(Float64)),
@@ -79,10 +83,12 @@ pub fn model(
         Series::new("loss".into(), [meta.loss]),
         Series::new("l2".into(), [meta.l2]),
         Series::new("l1".into(), [meta.l1]),
+        Series::new("l2_used".into(), [fit.l2_used]),
         Series::new("solver".into(), [fit.solver]),
         Series::new("primal".into(), [c.primal]),
         Series::new("dual".into(), [c.dual]),
         Series::new("gap".into(), [c.gap]),
+        Series::new("solved_gap".into(), [fit.solved_gap]),
         Series::new("epochs".into(), [fit.epochs]),
         Series::new("converged".into(), [fit.converged()]),
         f64_list("gap_trace", &fit.gap_trace)?,

@@ -230,8 +230,12 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
     -------
     Expr
         A Struct with ``coef``, ``intercept``, ``classes``, ``loss``, ``l2``, ``l1``,
-        ``solver``, ``primal``, ``dual``, ``gap``, ``epochs``, ``converged``, ``gap_trace``,
-        ``n_rows``, ``n_features`` and ``status``.
+        ``l2_used``, ``solver``, ``primal``, ``dual``, ``gap``, ``solved_gap``, ``epochs``,
+        ``converged``, ``gap_trace``, ``n_rows``, ``n_features`` and ``status``.
+        ``l2_used`` and ``solved_gap`` are the L2 weight and certified gap of the problem
+        actually solved; they differ from ``l2`` and ``gap`` only for the Lasso (``l2=0``),
+        which is solved as an elastic net with the small ``l2_used`` chosen from ``tol``
+        (``gap`` then bounds the original problem's suboptimality).
 
     Raises
     ------
