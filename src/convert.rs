@@ -9,8 +9,11 @@
 //! Nulls are found here at every level (list, struct, field) and either reported with their
 //! column and row (`null_policy="raise"`) or dropped from all inputs together (`"drop"`).
 
+use std::collections::{BTreeSet, HashMap};
+
 use polars::prelude::*;
 use polars_arrow::array::Array;
+use sdca_core::loss::LossKind;
 use sdca_core::{CsrView, DenseView};
 
 use crate::error::{compute, InColumn};
@@ -366,23 +369,71 @@ pub fn features(cols: &[Series], layout: &Layout) -> PolarsResult<Features> {
     }
 }
 
-/// Labels for the core, and the class values for classification (in the label's dtype).
+/// Labels as the core takes them.
 pub struct Labels {
-    /// `+-1` for classification, the raw value for regression.
+    /// `+-1` for binary losses, class indices for multiclass losses, the raw value for
+    /// regression.
     pub y: Vec<f64>,
-    /// `[negative, positive]` in the label dtype (classification only).
+    /// The classes in the label dtype: `[negative, positive]` (binary) or every class sorted
+    /// (multiclass); `None` for regression.
     pub classes: Option<Series>,
 }
 
-/// Converts a label column for a binary (`classification`) or regression loss.
-pub fn labels(s: &Series, classification: bool, loss: &str) -> PolarsResult<Labels> {
+/// Checks that class labels (multiclass labels, CRF tags: `what`) have a supported dtype.
+pub fn check_class_dtype(name: &str, dt: &DataType, what: &str) -> PolarsResult<()> {
+    if dt.is_string() || dt.is_integer() || dt.is_bool() {
+        Ok(())
+    } else {
+        Err(compute(format!(
+            "column {name:?}: {what} must be strings, integers or booleans, got {dt}; cast the column"
+        )))
+    }
+}
+
+/// Class labels as indices `0..K` into their sorted distinct values, and those values in the
+/// label dtype (`what` names the labels in messages).
+pub fn encode_classes(s: &Series, what: &str) -> PolarsResult<(Vec<u32>, Series)> {
+    let name = s.name().to_string();
+    check_class_dtype(&name, s.dtype(), what)?;
+    if let Some(r) = s.is_null().iter().position(|v| v.unwrap_or(true)) {
+        return Err(compute(format!("column {name:?}, row {r}: null label; drop or fill it")));
+    }
+    if s.dtype().is_string() {
+        let ca = s.str()?;
+        let sorted: BTreeSet<&str> = ca.iter().flatten().collect();
+        let index: HashMap<&str, u32> = sorted.iter().enumerate().map(|(k, s)| (*s, k as u32)).collect();
+        let y = ca.iter().map(|v| v.and_then(|s| index.get(s).copied()).unwrap_or(0)).collect();
+        let classes = Series::new(name.as_str().into(), sorted.into_iter().collect::<Vec<_>>());
+        return Ok((y, classes));
+    }
+    let as_i64 = s.cast(&DataType::Int64)?;
+    let ca = as_i64.i64()?;
+    if ca.null_count() > 0 {
+        return Err(compute(format!("column {name:?}: integer {what} must fit in Int64")));
+    }
+    let sorted: BTreeSet<i64> = ca.iter().flatten().collect();
+    let index: HashMap<i64, u32> = sorted.iter().enumerate().map(|(k, v)| (*v, k as u32)).collect();
+    let y = ca.iter().map(|v| v.and_then(|s| index.get(&s).copied()).unwrap_or(0)).collect();
+    let classes =
+        Series::new(name.as_str().into(), sorted.into_iter().collect::<Vec<_>>()).cast(s.dtype())?;
+    Ok((y, classes))
+}
+
+/// Converts a label column for `loss`: binary classes, multiclass classes or regression values.
+pub fn labels(s: &Series, loss: &LossKind) -> PolarsResult<Labels> {
     let name = s.name().to_string();
     let dt = s.dtype().clone();
+    if loss.is_multiclass() {
+        let (y, classes) = encode_classes(s, "multiclass labels")?;
+        return Ok(Labels { y: y.into_iter().map(f64::from).collect(), classes: Some(classes) });
+    }
+    let (classification, loss) = (loss.is_classification(), loss.name());
     if !(dt.is_primitive_numeric() || dt.is_bool()) {
         return Err(compute(format!(
             "column {name:?}: labels of dtype {dt} are not supported by loss {loss:?}; {}",
             if classification {
-                "binary losses take {-1, +1}, {0, 1} or booleans"
+                "binary losses take {-1, +1}, {0, 1} or booleans (use loss=\"multinomial\" or \
+                 \"multiclass_hinge\" for string or multiclass labels)"
             } else {
                 "regression losses take numbers"
             }
@@ -398,7 +449,7 @@ pub fn labels(s: &Series, classification: bool, loss: &str) -> PolarsResult<Labe
         let expected = if negative == 0.0 && has(-1.0) {
             "labels mix -1 and 0"
         } else {
-            "expected {-1, +1}, {0, 1} or booleans"
+            "expected {-1, +1}, {0, 1} or booleans (multiclass labels need loss=\"multinomial\" or \"multiclass_hinge\")"
         };
         return Err(compute(format!(
             "column {name:?}, row {r}: label {} is not valid for binary loss {loss:?}; {expected}",

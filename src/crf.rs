@@ -11,7 +11,7 @@
 //! per previous label (`transition[k][l]`: label `k` followed by `l`), and `start`, `end`,
 //! `bias` one weight per label.
 
-use std::collections::{BTreeSet, HashMap, HashSet};
+use std::collections::HashSet;
 
 use polars::prelude::*;
 use sdca_core::crf::{
@@ -22,6 +22,7 @@ use sdca_core::Rows;
 use crate::convert::{self, Features};
 use crate::error::{compute, param};
 use crate::kwargs::{CrfKwargs, CrfPredictKwargs, Layout};
+use crate::output::{f64_list, matrix};
 
 fn list(dt: DataType) -> DataType {
     DataType::List(Box::new(dt))
@@ -62,13 +63,7 @@ pub fn check_policies(kw: &CrfKwargs) -> PolarsResult<()> {
 
 /// Checks that tags have a supported dtype (plan time).
 pub fn check_tag_dtype(name: &str, dt: &DataType) -> PolarsResult<()> {
-    if dt.is_string() || dt.is_integer() || dt.is_bool() {
-        Ok(())
-    } else {
-        Err(compute(format!(
-            "column {name:?}: crf tags must be strings, integers or booleans, got {dt}; cast the tag column"
-        )))
-    }
+    convert::check_class_dtype(name, dt, "crf tags")
 }
 
 /// The `crf_fit` struct's fields, in order.
@@ -158,34 +153,6 @@ fn sequence_starts(seq: &Series) -> PolarsResult<Vec<usize>> {
     Ok(starts)
 }
 
-/// Tags as `0..K` (sorted distinct values) and the sorted values in the tag dtype.
-fn encode_tags(tag: &Series) -> PolarsResult<(Vec<u32>, Series)> {
-    let name = tag.name().to_string();
-    check_tag_dtype(&name, tag.dtype())?;
-    if let Some(r) = tag.is_null().iter().position(|v| v.unwrap_or(true)) {
-        return Err(compute(format!("column {name:?}, row {r}: null tag; drop or fill it")));
-    }
-    if tag.dtype().is_string() {
-        let ca = tag.str()?;
-        let sorted: BTreeSet<&str> = ca.iter().flatten().collect();
-        let index: HashMap<&str, u32> = sorted.iter().enumerate().map(|(k, s)| (*s, k as u32)).collect();
-        let y = ca.iter().map(|v| v.and_then(|s| index.get(s).copied()).unwrap_or(0)).collect();
-        let labels = Series::new(name.as_str().into(), sorted.into_iter().collect::<Vec<_>>());
-        return Ok((y, labels));
-    }
-    let as_i64 = tag.cast(&DataType::Int64)?;
-    let ca = as_i64.i64()?;
-    if ca.null_count() > 0 {
-        return Err(compute(format!("column {name:?}: integer tags must fit in Int64")));
-    }
-    let sorted: BTreeSet<i64> = ca.iter().flatten().collect();
-    let index: HashMap<i64, u32> = sorted.iter().enumerate().map(|(k, v)| (*v, k as u32)).collect();
-    let y = ca.iter().map(|v| v.and_then(|s| index.get(&s).copied()).unwrap_or(0)).collect();
-    let labels =
-        Series::new(name.as_str().into(), sorted.into_iter().collect::<Vec<_>>()).cast(tag.dtype())?;
-    Ok((y, labels))
-}
-
 /// One group's converted inputs.
 struct Group {
     y: Vec<u32>,
@@ -199,7 +166,7 @@ struct Group {
 fn prepare(inputs: &[Series], kw: &CrfKwargs) -> PolarsResult<Group> {
     let (inputs, _) = convert::apply_null_policy(inputs, "raise")?;
     let (tag, feats, seq) = split(&inputs, &kw.layout)?;
-    let (y, labels) = encode_tags(tag)?;
+    let (y, labels) = convert::encode_classes(tag, "crf tags")?;
     let features = convert::features(feats, &kw.layout)?;
     let starts = sequence_starts(seq)?;
     Ok(Group {
@@ -254,19 +221,6 @@ fn status_of(e: &PolarsError) -> String {
         PolarsError::ComputeError(msg) => msg.to_string(),
         other => other.to_string(),
     }
-}
-
-fn f64_list(name: &str, v: &[f64]) -> PolarsResult<Series> {
-    Ok(Series::new("".into(), v).implode()?.into_series().with_name(name.into()))
-}
-
-/// A `K x m` row-major matrix as a one-row `List(List(Float64))`.
-fn matrix(name: &str, v: &[f64], k: usize) -> PolarsResult<Series> {
-    let m = v.len().checked_div(k).unwrap_or(0);
-    let rows: Vec<Series> = (0..k).map(|r| Series::new("".into(), &v[r * m..(r + 1) * m])).collect();
-    let inner = Series::new("".into(), rows);
-    let inner = if k == 0 { inner.cast(&list(DataType::Float64))? } else { inner };
-    Ok(inner.implode()?.into_series().with_name(name.into()))
 }
 
 fn model_row(name: &str, fit: &CrfFit, labels: &Series) -> PolarsResult<Series> {

@@ -19,17 +19,22 @@ fn fit_checked_fields(fields: &[Field], kw: &FitKwargs) -> PolarsResult<DataType
     let label = fields.first().ok_or_else(|| polars_err!(ComputeError: "fit needs a label column"))?;
     let k = usize::try_from(kw.layout.n_feature_inputs).unwrap_or(0);
     check_feature_dtypes(fields.get(1..1 + k).unwrap_or(&[]))?;
-    Ok(fit::prediction_dtype(label.dtype(), cfg.loss.is_classification()))
+    if cfg.loss.is_multiclass() {
+        crate::convert::check_class_dtype(label.name(), label.dtype(), "multiclass labels")?;
+    }
+    Ok(fit::prediction_dtype(label.dtype(), cfg.loss.is_classification() || cfg.loss.is_multiclass()))
 }
 
 fn fit_output(fields: &[Field], kwargs: FitKwargs) -> PolarsResult<Field> {
     fit_checked_fields(fields, &kwargs)?;
-    Ok(Field::new(fields[0].name().clone(), DataType::Struct(model_fields(fields[0].dtype()))))
+    let multiclass = fit::is_multiclass(&kwargs);
+    Ok(Field::new(fields[0].name().clone(), DataType::Struct(model_fields(fields[0].dtype(), multiclass))))
 }
 
 fn fit_rows_output(fields: &[Field], kwargs: FitKwargs) -> PolarsResult<Field> {
     let prediction = fit_checked_fields(fields, &kwargs)?;
-    Ok(Field::new(fields[0].name().clone(), DataType::Struct(rows_fields(&prediction))))
+    let multiclass = fit::is_multiclass(&kwargs);
+    Ok(Field::new(fields[0].name().clone(), DataType::Struct(rows_fields(&prediction, multiclass))))
 }
 
 fn predict_output(fields: &[Field], kwargs: PredictKwargs) -> PolarsResult<Field> {

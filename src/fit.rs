@@ -10,7 +10,8 @@ use crate::output::{self, ModelMeta};
 
 /// Converted inputs of one group.
 pub struct Group {
-    warm: Option<(Vec<f64>, f64)>,
+    /// Warm-start coefficients (output-major) and intercepts.
+    warm: Option<(Vec<f64>, Vec<f64>)>,
     labels: Labels,
     features: Features,
     weights: Option<(String, Vec<f64>)>,
@@ -44,17 +45,33 @@ pub fn warm_input<'a>(inputs: &'a [Series], layout: &Layout) -> (&'a [Series], O
     }
 }
 
-/// The warm-start model's coefficients and intercept (its first row), or `None` when it is null.
-fn warm_model(s: &Series) -> PolarsResult<Option<(Vec<f64>, f64)>> {
+/// The warm-start model's coefficients (output-major, flattened across classes for a
+/// multiclass model) and intercepts (its first row), or `None` when it is null. Nulls become NaN,
+/// which the core rejects with its message.
+fn warm_model(s: &Series) -> PolarsResult<Option<(Vec<f64>, Vec<f64>)>> {
     let bad =
         || compute(format!("warm_start: expected a model struct (the output of fit), got {}", s.dtype()));
     let st = s.struct_().map_err(|_| bad())?;
-    let coef = st.field_by_name("coef").map_err(|_| bad())?;
-    let Some(first) = coef.list().map_err(|_| bad())?.get_as_series(0) else { return Ok(None) };
-    let coef: Vec<f64> =
-        first.cast(&DataType::Float64)?.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect();
-    let intercept = st.field_by_name("intercept").map_err(|_| bad())?.cast(&DataType::Float64)?;
-    Ok(Some((coef, intercept.f64()?.get(0).unwrap_or(0.0))))
+    let first = |name: &str| -> PolarsResult<Option<Series>> {
+        let field = st.field_by_name(name).map_err(|_| bad())?;
+        Ok(match field.dtype() {
+            DataType::List(_) => field.list()?.get_as_series(0),
+            _ => Some(field.head(Some(1))),
+        })
+    };
+    let values = |s: Series| -> PolarsResult<Vec<f64>> {
+        let s = if matches!(s.dtype(), DataType::List(_)) {
+            s.explode(ExplodeOptions { empty_as_null: false, keep_nulls: true })?
+        } else {
+            s
+        };
+        Ok(s.cast(&DataType::Float64)?.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
+    };
+    let (Some(coef), Some(intercept)) = (first("coef")?, first("intercept")?) else { return Ok(None) };
+    if s.null_count() == s.len() {
+        return Ok(None);
+    }
+    Ok(Some((values(coef)?, values(intercept)?)))
 }
 
 /// Checks the policies that are not solver parameters.
@@ -80,7 +97,7 @@ pub fn prepare(inputs: &[Series], kw: &FitKwargs, cfg: &FitConfig) -> PolarsResu
     let warm = warm.map(warm_model).transpose()?.flatten();
     let (inputs, kept) = convert::apply_null_policy(inputs, &kw.layout.null_policy)?;
     let (label, feats, weights) = split(&inputs, &kw.layout)?;
-    let labels = convert::labels(label, cfg.loss.is_classification(), cfg.loss.name())?;
+    let labels = convert::labels(label, &cfg.loss)?;
     let features = convert::features(feats, &kw.layout)?;
     let weights =
         weights.map(|w| Ok::<_, PolarsError>((w.name().to_string(), convert::weights(w)?))).transpose()?;
@@ -98,7 +115,7 @@ fn solve_on<D: Rows>(
         (SdcaError::InvalidWeight { .. }, Some((name, _))) => compute(format!("column {name:?}: {e}")),
         _ => compute(format!("column {:?}: {e}", g.label_name)),
     })?;
-    let warm = g.warm.as_ref().map(|(coef, intercept)| Warm { coef, intercept: *intercept });
+    let warm = g.warm.as_ref().map(|(coef, intercept)| Warm { coef, intercept });
     let fit = sdca_core::fit_from(&problem, cfg, warm.as_ref()).map_err(param)?;
     let out =
         if rows { Some(sdca_core::row_outputs(&problem, cfg, &fit).in_column(&g.label_name)?) } else { None };
@@ -114,7 +131,19 @@ pub fn solve(g: &Group, cfg: &FitConfig, rows: bool) -> PolarsResult<(FitResult,
 }
 
 fn meta<'a>(label: &'a Series, kw: &'a FitKwargs) -> ModelMeta<'a> {
-    ModelMeta { label_dtype: label.dtype(), loss: &kw.params.loss, l2: kw.params.l2, l1: kw.params.l1 }
+    ModelMeta {
+        label_dtype: label.dtype(),
+        loss: &kw.params.loss,
+        multiclass: is_multiclass(kw),
+        l2: kw.params.l2,
+        l1: kw.params.l1,
+    }
+}
+
+/// Whether the requested loss is multiclass (unchecked parameters: a bad loss name fails in
+/// `check` before any output is built).
+pub fn is_multiclass(kw: &FitKwargs) -> bool {
+    kw.params.check().is_ok_and(|c| c.loss.is_multiclass())
 }
 
 /// The text a failed group records as its `status`.
@@ -155,7 +184,8 @@ pub fn rows(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
     let cfg = kw.params.check().map_err(param)?;
     let label = &inputs[0];
-    let classification = cfg.loss.is_classification();
+    let classification = cfg.loss.is_classification() || cfg.loss.is_multiclass();
+    let multiclass = cfg.loss.is_multiclass();
     let dtype = prediction_dtype(label.dtype(), classification);
     let result = prepare(inputs, kw, &cfg).and_then(|g| {
         let (fit, out) = solve(&g, &cfg, true)?;
@@ -164,16 +194,28 @@ pub fn rows(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
             Some(classes) => {
                 let idx = IdxCa::from_vec(
                     "".into(),
-                    out.decision.iter().map(|d| IdxSize::from(*d > 0.0)).collect(),
+                    out.decision.chunks_exact(fit.n_outputs).map(|d| winner(d) as IdxSize).collect(),
                 );
                 classes.take(&idx)?
             }
             None => Series::new("".into(), &out.decision),
         };
-        output::rows(label.name(), label.len(), &dtype, Some((&fit, &out, prediction)), g.kept.as_deref())
+        let fitted = Some((&fit, &out, prediction));
+        output::rows(label.name(), label.len(), &dtype, multiclass, fitted, g.kept.as_deref())
     });
     match result {
-        Err(_) if kw.on_error == "null" => output::rows(label.name(), label.len(), &dtype, None, None),
+        Err(_) if kw.on_error == "null" => {
+            output::rows(label.name(), label.len(), &dtype, multiclass, None, None)
+        }
         other => other,
+    }
+}
+
+/// The predicted class index from a row's scores: the sign for one binary score (index 1 is
+/// the positive class), the first largest score for `k` class scores.
+pub fn winner(scores: &[f64]) -> usize {
+    match scores {
+        [d] => usize::from(*d > 0.0),
+        _ => scores.iter().enumerate().fold(0, |best, (c, &v)| if v > scores[best] { c } else { best }),
     }
 }

@@ -12,12 +12,23 @@ fn list(dt: DataType) -> DataType {
     DataType::List(Box::new(dt))
 }
 
-/// The model struct's fields, in order.
-pub fn model_fields(label: &DataType) -> Vec<Field> {
+/// The dtype of a per-output quantity: a number for scalar losses, a list with one entry per
+/// class for multiclass losses.
+fn per_output(dt: DataType, multiclass: bool) -> DataType {
+    if multiclass {
+        list(dt)
+    } else {
+        dt
+    }
+}
+
+/// The model struct's fields, in order. Multiclass models hold one `coef` list and one
+/// intercept per class (in `classes` order).
+pub fn model_fields(label: &DataType, multiclass: bool) -> Vec<Field> {
     use DataType::*;
     vec![
-        Field::new("coef".into(), list(Float64)),
-        Field::new("intercept".into(), Float64),
+        Field::new("coef".into(), per_output(list(Float64), multiclass)),
+        Field::new("intercept".into(), per_output(Float64, multiclass)),
         Field::new("classes".into(), list(label.clone())),
         Field::new("loss".into(), String),
         Field::new("l2".into(), Float64),
@@ -37,12 +48,12 @@ pub fn model_fields(label: &DataType) -> Vec<Field> {
     ]
 }
 
-/// The `fit_rows` struct's fields.
-pub fn rows_fields(prediction: &DataType) -> Vec<Field> {
+/// The `fit_rows` struct's fields (multiclass: per-class scores and duals as lists).
+pub fn rows_fields(prediction: &DataType, multiclass: bool) -> Vec<Field> {
     vec![
         Field::new("prediction".into(), prediction.clone()),
-        Field::new("decision".into(), DataType::Float64),
-        Field::new("dual".into(), DataType::Float64),
+        Field::new("decision".into(), per_output(DataType::Float64, multiclass)),
+        Field::new("dual".into(), per_output(DataType::Float64, multiclass)),
         Field::new("gap".into(), DataType::Float64),
     ]
 }
@@ -51,14 +62,47 @@ fn list_of(name: &str, values: Series) -> PolarsResult<Series> {
     Ok(values.implode()?.into_series().with_name(name.into()))
 }
 
-fn f64_list(name: &str, v: &[f64]) -> PolarsResult<Series> {
+/// A one-row `List(Float64)`.
+pub fn f64_list(name: &str, v: &[f64]) -> PolarsResult<Series> {
     list_of(name, Series::new("".into(), v))
+}
+
+/// A `k x m` row-major matrix as a one-row `List(List(Float64))`.
+pub fn matrix(name: &str, v: &[f64], k: usize) -> PolarsResult<Series> {
+    let m = v.len().checked_div(k).unwrap_or(0);
+    let rows: Vec<Series> = (0..k).map(|r| Series::new("".into(), &v[r * m..(r + 1) * m])).collect();
+    let inner = Series::new("".into(), rows);
+    let inner = if k == 0 { inner.cast(&list(DataType::Float64))? } else { inner };
+    list_of(name, inner)
+}
+
+/// `n` rows of `k` values each (`values` row-major; `None`: a null row) as `Float64` for
+/// `k = 1` (scalar losses) or `List(Float64)` (multiclass).
+pub fn blocks(name: &str, values: &[Option<&[f64]>], multiclass: bool) -> Series {
+    if !multiclass {
+        return Series::new(name.into(), values.iter().map(|v| v.map(|b| b[0])).collect::<Vec<_>>());
+    }
+    let width = values.iter().flatten().map(|b| b.len()).max().unwrap_or(0);
+    let mut builder = ListPrimitiveChunkedBuilder::<Float64Type>::new(
+        name.into(),
+        values.len(),
+        values.len() * width,
+        DataType::Float64,
+    );
+    for v in values {
+        match v {
+            Some(b) => builder.append_slice(b),
+            None => builder.append_null(),
+        }
+    }
+    builder.finish().into_series()
 }
 
 /// What every model row records about the request, fitted or not.
 pub struct ModelMeta<'a> {
     pub label_dtype: &'a DataType,
     pub loss: &'a str,
+    pub multiclass: bool,
     pub l2: f64,
     pub l1: f64,
 }
@@ -76,9 +120,14 @@ pub fn model(
         Some(c) => list_of("classes", c.clone())?,
         None => Series::full_null("classes".into(), 1, &list(meta.label_dtype.clone())),
     };
+    let (coef, intercept) = if meta.multiclass {
+        (matrix("coef", &fit.coef, fit.n_outputs)?, f64_list("intercept", &fit.intercept)?)
+    } else {
+        (f64_list("coef", &fit.coef)?, Series::new("intercept".into(), &fit.intercept))
+    };
     let cols = [
-        f64_list("coef", &fit.coef)?,
-        Series::new("intercept".into(), [fit.intercept]),
+        coef,
+        intercept,
         classes,
         Series::new("loss".into(), [meta.loss]),
         Series::new("l2".into(), [meta.l2]),
@@ -93,7 +142,7 @@ pub fn model(
         Series::new("converged".into(), [fit.converged()]),
         f64_list("gap_trace", &fit.gap_trace)?,
         Series::new("n_rows".into(), [n_rows as u64]),
-        Series::new("n_features".into(), [fit.coef.len() as u64]),
+        Series::new("n_features".into(), [(fit.coef.len() / fit.n_outputs.max(1)) as u64]),
         Series::new("status".into(), [fit.status.as_str()]),
     ];
     Ok(StructChunked::from_series(name.into(), 1, cols.iter())?.into_series())
@@ -101,7 +150,7 @@ pub fn model(
 
 /// A one-row model whose fit failed: every field null but the request and `status`.
 pub fn null_model(name: &str, meta: &ModelMeta<'_>, status: &str) -> PolarsResult<Series> {
-    let cols: Vec<Series> = model_fields(meta.label_dtype)
+    let cols: Vec<Series> = model_fields(meta.label_dtype, meta.multiclass)
         .into_iter()
         .map(|f| match f.name().as_str() {
             "loss" => Series::new("loss".into(), [meta.loss]),
@@ -121,21 +170,25 @@ pub fn rows(
     name: &str,
     n: usize,
     prediction_dtype: &DataType,
+    multiclass: bool,
     fitted: Option<(&FitResult, &RowOutputs, Series)>,
     kept: Option<&[IdxSize]>,
 ) -> PolarsResult<Series> {
-    let mut decision = vec![None; n];
-    let mut dual = vec![None; n];
+    let mut decision: Vec<Option<&[f64]>> = vec![None; n];
+    let mut dual: Vec<Option<&[f64]>> = vec![None; n];
     let mut gap = vec![None; n];
     let mut pred_idx: Vec<Option<IdxSize>> = vec![None; n];
     let prediction = match fitted {
         Some((fit, out, prediction)) => {
-            for k in 0..out.decision.len() {
-                let r = kept.map_or(k, |m| m[k] as usize);
-                decision[r] = Some(out.decision[k]);
-                dual[r] = Some(fit.alpha[k]);
-                gap[r] = Some(out.gap[k]);
-                pred_idx[r] = Some(k as IdxSize);
+            let k = fit.n_outputs;
+            for (i, (scores, alpha)) in
+                out.decision.chunks_exact(k).zip(fit.alpha.chunks_exact(k)).enumerate()
+            {
+                let r = kept.map_or(i, |m| m[i] as usize);
+                decision[r] = Some(scores);
+                dual[r] = Some(alpha);
+                gap[r] = Some(out.gap[i]);
+                pred_idx[r] = Some(i as IdxSize);
             }
             let idx: IdxCa = pred_idx.into_iter().collect();
             prediction.take(&idx)?.cast(prediction_dtype)?
@@ -144,8 +197,8 @@ pub fn rows(
     };
     let cols = [
         prediction.with_name("prediction".into()),
-        Series::new("decision".into(), decision),
-        Series::new("dual".into(), dual),
+        blocks("decision", &decision, multiclass),
+        blocks("dual", &dual, multiclass),
         Series::new("gap".into(), gap),
     ];
     Ok(StructChunked::from_series(name.into(), n, cols.iter())?.into_series())

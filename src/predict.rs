@@ -2,55 +2,119 @@
 //!
 //! Each row may carry its own model (after a join with per-group models), so the model's
 //! `coef` list is read through its offsets, without copying, and every row uses its own slice.
+//! A multiclass model (`coef` a list of per-class lists) gives one score per class: `decision`
+//! and `proba` (softmax, multinomial models) are then lists, and `class` is the arg-max.
 
 use polars::prelude::*;
 use sdca_core::{Rows, SdcaError};
 
 use crate::convert::{self, Features};
 use crate::error::compute;
-use crate::fit::split;
+use crate::fit::{self, split};
 use crate::kwargs::PredictKwargs;
+use crate::output;
 
 /// The model fields `predict` reads, flattened for row access.
 struct Models {
-    offsets: Vec<i64>,
-    coef: Float64Chunked,
-    intercept: Vec<Option<f64>>,
+    /// Per model: its coefficients `values[lo..hi]`, output-major (`k` blocks of `d`).
+    span: Vec<(usize, usize)>,
+    /// Per model: its intercepts `intercepts[lo..lo + k]`, `k` the outputs.
+    icept: Vec<(usize, usize)>,
+    values: Float64Chunked,
+    intercepts: Vec<f64>,
     loss: Vec<Option<String>>,
     classes: Option<ListChunked>,
     valid: Vec<bool>,
 }
 
+/// The row offsets of a single-chunk list column.
+fn offsets(ca: &ListChunked) -> Vec<i64> {
+    ca.downcast_as_array().offsets().as_slice().to_vec()
+}
+
 fn read_models(model: &Series) -> PolarsResult<Models> {
+    let name = model.name();
     let st = model.struct_().map_err(|_| {
         compute(format!(
-            "column {:?}: predict needs a model struct (the output of fit), got {}",
-            model.name(),
+            "column {name:?}: predict needs a model struct (the output of fit), got {}",
             model.dtype()
         ))
     })?;
-    let field = |name: &str| {
-        st.field_by_name(name).map_err(|_| {
-            compute(format!(
-                "column {:?}: model struct has no field {name:?}; pass the output of fit",
-                model.name()
-            ))
+    let field = |f: &str| {
+        st.field_by_name(f).map_err(|_| {
+            compute(format!("column {name:?}: model struct has no field {f:?}; pass the output of fit"))
         })
     };
     let coef = field("coef")?.rechunk();
     let coef = coef.list()?;
-    let offsets = coef.downcast_as_array().offsets().as_slice().to_vec();
-    let inner = coef.get_inner().cast(&DataType::Float64)?.rechunk();
+    let outer = offsets(coef);
     let valid: Vec<bool> = model
         .is_not_null()
         .iter()
         .zip(coef.is_not_null().iter())
         .map(|(a, b)| a.unwrap_or(false) && b.unwrap_or(false))
         .collect();
-    let intercept = field("intercept")?.cast(&DataType::Float64)?.f64()?.iter().collect();
+    // Multiclass: coef is a list of per-class lists; map row offsets through the class lists.
+    let (span, values, classes_per_row) = match coef.inner_dtype() {
+        DataType::List(_) => {
+            let inner = coef.get_inner().rechunk();
+            let inner = inner.list()?;
+            let io = offsets(inner);
+            let span: Vec<(usize, usize)> =
+                outer.windows(2).map(|w| (io[w[0] as usize] as usize, io[w[1] as usize] as usize)).collect();
+            let k: Vec<usize> = outer.windows(2).map(|w| (w[1] - w[0]) as usize).collect();
+            for (m, w) in outer.windows(2).enumerate() {
+                let widths: Vec<i64> = (w[0]..w[1]).map(|c| io[c as usize + 1] - io[c as usize]).collect();
+                if valid[m] && widths.windows(2).any(|p| p[0] != p[1]) {
+                    return Err(compute(format!(
+                        "column {name:?}, row {m}: the per-class coef lists have different lengths {widths:?}"
+                    )));
+                }
+            }
+            (span, inner.get_inner().cast(&DataType::Float64)?.rechunk(), k)
+        }
+        _ => {
+            let span = outer.windows(2).map(|w| (w[0] as usize, w[1] as usize)).collect();
+            (span, coef.get_inner().cast(&DataType::Float64)?.rechunk(), vec![1; valid.len()])
+        }
+    };
+    let intercept = field("intercept")?;
+    let (icept, intercepts) = match intercept.dtype() {
+        DataType::List(_) => {
+            let ic = intercept.rechunk();
+            let ic = ic.list()?;
+            let io = offsets(ic);
+            let vals = ic.get_inner().cast(&DataType::Float64)?;
+            let spans: Vec<(usize, usize)> =
+                io.windows(2).map(|w| (w[0] as usize, (w[1] - w[0]) as usize)).collect();
+            (spans, vals.f64()?.iter().map(|v| v.unwrap_or(0.0)).collect())
+        }
+        _ => {
+            let vals = intercept.cast(&DataType::Float64)?;
+            (
+                (0..vals.len()).map(|m| (m, 1)).collect(),
+                vals.f64()?.iter().map(|v| v.unwrap_or(0.0)).collect(),
+            )
+        }
+    };
+    for (m, (&(_, kb), &k)) in icept.iter().zip(&classes_per_row).enumerate() {
+        if valid[m] && kb != k {
+            return Err(compute(format!(
+                "column {name:?}, row {m}: the model has {k} coef blocks but {kb} intercepts"
+            )));
+        }
+    }
     let loss = field("loss")?.str()?.iter().map(|s| s.map(str::to_owned)).collect();
     let classes = field("classes").ok().map(|c| c.list().cloned()).transpose()?;
-    Ok(Models { offsets, coef: inner.f64()?.clone(), intercept, loss, classes, valid })
+    Ok(Models { span, icept, values: values.f64()?.clone(), intercepts, loss, classes, valid })
+}
+
+/// Whether a model dtype is multiclass (per-class coef lists).
+fn is_multiclass(fields: &[Field]) -> bool {
+    fields.iter().any(|f| {
+        f.name().as_str() == "coef"
+            && matches!(f.dtype(), DataType::List(i) if matches!(i.as_ref(), DataType::List(_)))
+    })
 }
 
 /// Output dtype of `predict` from the model column's dtype.
@@ -64,6 +128,7 @@ pub fn output_dtype(model: &DataType, kind: &str) -> PolarsResult<DataType> {
         }
     }
     match kind {
+        "decision" | "proba" if is_multiclass(fields) => Ok(DataType::List(Box::new(DataType::Float64))),
         "decision" | "proba" => Ok(DataType::Float64),
         "class" => match fields.iter().find(|f| f.name().as_str() == "classes").map(|f| f.dtype()) {
             Some(DataType::List(inner)) => Ok(inner.as_ref().clone()),
@@ -77,29 +142,44 @@ pub fn output_dtype(model: &DataType, kind: &str) -> PolarsResult<DataType> {
     }
 }
 
-fn decisions<D: Rows>(x: &D, m: &Models, name: &str) -> PolarsResult<Vec<Option<f64>>> {
+/// Every row's scores (`k` of its model's outputs), row-major in one buffer; `None` for rows
+/// whose model is null.
+fn decisions<D: Rows>(x: &D, m: &Models, name: &str) -> PolarsResult<Vec<Option<Vec<f64>>>> {
     let values = m
-        .coef
+        .values
         .cont_slice()
         .map_err(|_| compute(format!("column {name:?}: model coefficients contain nulls")))?;
     let broadcast = m.valid.len() == 1;
     (0..x.n_rows())
         .map(|r| {
-            let k = if broadcast { 0 } else { r };
-            if !m.valid[k] {
+            let j = if broadcast { 0 } else { r };
+            if !m.valid[j] {
                 return Ok(None);
             }
-            let w = &values[m.offsets[k] as usize..m.offsets[k + 1] as usize];
-            let b = m.intercept[k].unwrap_or(0.0);
-            let d = x.dot_checked(r, w).map_err(|e| match e {
-                SdcaError::IndexOutOfRange { row, index, n_features } => compute(format!(
-                    "column {name:?}, row {row}: feature index {index} >= model width {n_features}; the model was fitted on fewer features (pass n_features when fitting)"
-                )),
-                other => compute(format!("column {name:?}, row {r}: {other}")),
-            })?;
-            Ok(Some(d + b))
+            let (lo, hi) = m.span[j];
+            let (ilo, k) = m.icept[j];
+            let d = (hi - lo) / k.max(1);
+            (0..k)
+                .map(|c| {
+                    let w = &values[lo + c * d..lo + (c + 1) * d];
+                    let dot = x.dot_checked(r, w).map_err(|e| match e {
+                        SdcaError::IndexOutOfRange { row, index, n_features } => compute(format!(
+                            "column {name:?}, row {row}: feature index {index} >= model width {n_features}; the model was fitted on fewer features (pass n_features when fitting)"
+                        )),
+                        other => compute(format!("column {name:?}, row {r}: {other}")),
+                    })?;
+                    Ok(dot + m.intercepts[ilo + c])
+                })
+                .collect::<PolarsResult<Vec<f64>>>()
+                .map(Some)
         })
         .collect()
+}
+
+/// Softmax of class scores: the multinomial model's class probabilities.
+fn softmax(scores: &[f64]) -> Vec<f64> {
+    let lse = sdca_core::loss::multiclass::log_sum_exp(scores);
+    scores.iter().map(|s| (s - lse).exp()).collect()
 }
 
 /// `predict` on one call's rows.
@@ -127,7 +207,7 @@ pub fn predict(inputs: &[Series], kw: &PredictKwargs) -> PolarsResult<Series> {
     let dec = match &feats {
         Features::Sparse(s) => {
             let widest = (0..models.valid.len())
-                .map(|k| (models.offsets[k + 1] - models.offsets[k]) as usize)
+                .map(|m| (models.span[m].1 - models.span[m].0) / models.icept[m].1.max(1))
                 .max()
                 .unwrap_or(0);
             decisions(&s.view_with_width(widest.max(s.n_cols()))?, &models, s.name())?
@@ -136,19 +216,35 @@ pub fn predict(inputs: &[Series], kw: &PredictKwargs) -> PolarsResult<Series> {
     };
     let broadcast = models.valid.len() == 1;
     let model_of = |k: usize| if broadcast { 0 } else { k };
+    // Only `decision` and `proba` use this; their dtype is a list exactly for multiclass models.
+    let multiclass = matches!(out_dtype, DataType::List(_));
     let values: Series = match kw.kind.as_str() {
-        "decision" => Series::new("".into(), &dec),
+        "decision" => {
+            let rows: Vec<Option<&[f64]>> = dec.iter().map(|d| d.as_deref()).collect();
+            output::blocks("", &rows, multiclass)
+        }
         "proba" => {
+            let probable = if multiclass { "multinomial" } else { "logistic" };
             for (k, d) in dec.iter().enumerate() {
-                if d.is_some() && models.loss[model_of(k)].as_deref() != Some("logistic") {
+                if d.is_some() && models.loss[model_of(k)].as_deref() != Some(probable) {
                     return Err(compute(format!(
-                        "column {:?}: kind=\"proba\" needs a logistic model, got loss {:?}; use kind=\"decision\"",
+                        "column {:?}: kind=\"proba\" needs a logistic or multinomial model, got loss {:?}; use kind=\"decision\"",
                         model.name(),
                         models.loss[model_of(k)]
                     )));
                 }
             }
-            Series::new("".into(), dec.iter().map(|d| d.map(sdca_core::loss::sigmoid)).collect::<Vec<_>>())
+            let probs: Vec<Option<Vec<f64>>> = dec
+                .iter()
+                .map(|d| {
+                    d.as_ref().map(|s| match s.as_slice() {
+                        [t] => vec![sdca_core::loss::sigmoid(*t)],
+                        _ => softmax(s),
+                    })
+                })
+                .collect();
+            let rows: Vec<Option<&[f64]>> = probs.iter().map(|d| d.as_deref()).collect();
+            output::blocks("", &rows, multiclass)
         }
         _ => {
             let classes =
@@ -159,14 +255,14 @@ pub fn predict(inputs: &[Series], kw: &PredictKwargs) -> PolarsResult<Series> {
                 let m = model_of(k);
                 let (lo, hi) = (offs[m], offs[m + 1]);
                 match d {
-                    Some(_) if hi - lo != 2 => {
+                    Some(d) if (hi - lo) as usize != d.len().max(2) => {
                         return Err(compute(format!(
                             "column {:?}: kind=\"class\" needs a classification model, got loss {:?}",
                             model.name(),
                             models.loss[m]
                         )))
                     }
-                    Some(d) => idx.push(Some((lo + i64::from(*d > 0.0)) as IdxSize)),
+                    Some(d) => idx.push(Some((lo as usize + fit::winner(d)) as IdxSize)),
                     None => idx.push(None),
                 }
             }

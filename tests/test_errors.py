@@ -287,7 +287,7 @@ PREDICT_CASES: list[Case] = [
         lambda: BASE.join(_model(), how="cross"),
         lambda: pl.col("m").sdca.predict(X, kind="proba"),
         ComputeError,
-        'kind="proba" needs a logistic model',
+        'kind="proba" needs a logistic or multinomial model',
     ),
     (
         "class from a regression model",

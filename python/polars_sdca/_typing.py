@@ -18,6 +18,9 @@ Loss = Literal[
     "squared",
     "absolute",
     "epsilon_insensitive",
+    "multiclass_hinge",
+    "multiclass_smooth_hinge",
+    "multinomial",
 ]
 """Names accepted by ``loss=`` (DESIGN.md section 3)."""
 

@@ -181,20 +181,24 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
     ----------
     label
         Label column: ``{-1, +1}``, ``{0, 1}`` or booleans for binary losses, numbers for
-        regression losses.
+        regression losses, any integer, string or boolean classes for multiclass losses.
     features
         A list of numeric columns (dense), one ``List(Float64)`` / ``Array(Float64, d)``
         column (dense vectors), or one ``List(Struct{index, value})`` column (sparse).
     **options
         loss : str
             The loss ``phi``: "logistic" (default), "hinge", "smooth_hinge",
-            "squared_hinge", "squared", "absolute" or "epsilon_insensitive".
+            "squared_hinge", "squared", "absolute" or "epsilon_insensitive"; for ``k``
+            classes "multinomial" (softmax cross-entropy), "multiclass_hinge"
+            (Crammer-Singer) or "multiclass_smooth_hinge". A multiclass model has one
+            ``coef`` list and one intercept per class (``classes`` order, sorted).
         l2 : float
             L2 strength, ``> 0`` (default 1e-4). scikit-learn's ``C`` is ``1 / (l2 n)``.
         l1 : float
             L1 strength, ``>= 0`` (default 0): elastic net by Prox-SDCA.
         smoothing, epsilon : float
-            Parameters of "smooth_hinge" (default 1) and "epsilon_insensitive" (default 0.1).
+            Parameters of "smooth_hinge" and "multiclass_smooth_hinge" (default 1) and
+            "epsilon_insensitive" (default 0.1).
         solver : {"auto", "sdca", "accelerated"}
             Solver (default "auto": accelerated Prox-SDCA when ``R^2 / (gamma l2) > 10 n``
             for a ``1/gamma``-smooth loss, plain (Prox-)SDCA otherwise). The model's
@@ -271,8 +275,9 @@ def fit_rows(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptio
     Expr
         A Struct per input row: ``prediction`` (the label dtype for classification, else
         Float64), ``decision`` (``x.w + b``), ``dual`` (``alpha_i``) and ``gap`` (the row's
-        weighted Fenchel-Young gap; their mean is the model's gap). Rows dropped by
-        ``null_policy="drop"`` give nulls.
+        weighted Fenchel-Young gap; their mean is the model's gap). For multiclass losses
+        ``decision`` and ``dual`` are ``List(Float64)`` with one entry per class. Rows
+        dropped by ``null_policy="drop"`` give nulls.
 
     Examples
     --------
@@ -323,13 +328,16 @@ def predict(
         Features in the same form as at fit time.
     kind : {"decision", "class", "proba"}
         ``x.w + b``; the class in the label's dtype (classification models); or the
-        probability of the positive class (logistic models).
+        probability of the positive class (logistic models). For multiclass models
+        "decision" gives the ``k`` class scores, "proba" the softmax probabilities
+        (multinomial models) and "class" the arg-max class.
 
     Returns
     -------
     Expr
-        Float64 for "decision" and "proba", the label dtype for "class". Rows with null
-        features or a null model give null.
+        Float64 for "decision" and "proba" (``List(Float64)`` of length ``k`` for multiclass
+        models), the label dtype for "class". Rows with null features or a null model give
+        null.
 
     Examples
     --------

@@ -5,9 +5,7 @@
 //! solver; the plugin and the Python-side early check both go through [`FitParams::check`].
 
 use crate::error::{Result, SdcaError};
-use crate::loss::{
-    Absolute, EpsilonInsensitive, Hinge, Logistic, Loss, LossKind, SmoothHinge, Squared, SquaredHinge,
-};
+use crate::loss::LossKind;
 
 /// Which solver runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -173,20 +171,6 @@ fn finite_in(name: &'static str, x: f64, ok: bool, want: &str) -> Result<f64> {
     }
 }
 
-/// `gamma` of the loss: `phi` is `(1/gamma)`-smooth; `0` when it is not smooth
-/// ([`Loss::smoothness`]).
-pub fn smoothness(kind: &LossKind) -> f64 {
-    match *kind {
-        LossKind::Hinge => Hinge.smoothness(),
-        LossKind::SmoothHinge { smoothing } => SmoothHinge { smoothing }.smoothness(),
-        LossKind::SquaredHinge => SquaredHinge.smoothness(),
-        LossKind::Logistic => Logistic.smoothness(),
-        LossKind::Squared => Squared.smoothness(),
-        LossKind::Absolute => Absolute.smoothness(),
-        LossKind::EpsilonInsensitive { epsilon } => EpsilonInsensitive { epsilon }.smoothness(),
-    }
-}
-
 impl FitParams {
     /// Checks every value and converts names to enums.
     pub fn check(&self) -> Result<FitConfig> {
@@ -202,6 +186,11 @@ impl FitParams {
             "epsilon_insensitive" => LossKind::EpsilonInsensitive {
                 epsilon: finite_in("epsilon", self.epsilon, self.epsilon >= 0.0, ">= 0")?,
             },
+            "multiclass_hinge" => LossKind::MulticlassHinge { smoothing: 0.0 },
+            "multiclass_smooth_hinge" => LossKind::MulticlassHinge {
+                smoothing: finite_in("smoothing", self.smoothing, self.smoothing > 0.0, "> 0")?,
+            },
+            "multinomial" => LossKind::Multinomial,
             other => {
                 return Err(invalid(
                     "loss",
@@ -218,19 +207,30 @@ impl FitParams {
                  set l2 > 0 (ridge / elastic net) or l1 > 0 (Lasso, solved by the l2 reduction)",
             ));
         }
+        if l2 == 0.0 && loss.is_multiclass() {
+            return Err(invalid(
+                "l2",
+                format!(
+                    "got 0 with the multiclass loss {:?}: the Lasso reduction covers binary and \
+                     regression losses only; set l2 > 0",
+                    loss.name()
+                ),
+            ));
+        }
         let solver = one_of(
             "solver",
             &self.solver,
             SolverKind::NAMES,
             &[SolverKind::Auto, SolverKind::Sdca, SolverKind::Accelerated],
         )?;
-        if solver == SolverKind::Accelerated && smoothness(&loss) <= 0.0 {
+        if solver == SolverKind::Accelerated && loss.smoothness() <= 0.0 {
             return Err(invalid(
                 "solver",
                 format!(
                     "\"accelerated\" needs a smooth loss and loss {:?} is not smooth; \
                      use solver=\"sdca\" or \"auto\", or a smooth loss \
-                     (smooth_hinge, squared_hinge, logistic, squared)",
+                     (smooth_hinge, squared_hinge, logistic, squared, multiclass_smooth_hinge, \
+                     multinomial)",
                     loss.name()
                 ),
             ));

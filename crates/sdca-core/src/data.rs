@@ -22,6 +22,38 @@ pub trait Rows: Sync {
     fn axpy(&self, i: usize, a: f64, v: &mut [f64]);
     /// `||x_i||^2`.
     fn sq_norm(&self, i: usize) -> f64;
+    /// Calls `f(j, x_ij)` for the stored entries of row `i` (every column for dense rows).
+    fn for_each_nz<F: FnMut(usize, f64)>(&self, i: usize, f: F);
+    /// `out[c] = sum_j x_ij f(v[j k + c])` with `k = out.len()`: the `k` scores of row `i`
+    /// against a feature-major `n_cols x k` matrix (multiclass); `k = 1` is [`Rows::dot_map`].
+    #[inline(always)]
+    fn dot_block<F: Fn(f64) -> f64>(&self, i: usize, v: &[f64], out: &mut [f64], f: F) {
+        let k = out.len();
+        if k == 1 {
+            out[0] = self.dot_map(i, v, f);
+            return;
+        }
+        out.iter_mut().for_each(|o| *o = 0.0);
+        self.for_each_nz(i, |j, x| {
+            for (o, &vj) in out.iter_mut().zip(&v[j * k..(j + 1) * k]) {
+                *o += x * f(vj);
+            }
+        });
+    }
+    /// `v[j k + c] += x_ij a[c]` with `k = a.len()`; `k = 1` is [`Rows::axpy`].
+    #[inline(always)]
+    fn axpy_block(&self, i: usize, a: &[f64], v: &mut [f64]) {
+        let k = a.len();
+        if k == 1 {
+            self.axpy(i, a[0], v);
+            return;
+        }
+        self.for_each_nz(i, |j, x| {
+            for (vj, &ac) in v[j * k..(j + 1) * k].iter_mut().zip(a) {
+                *vj += x * ac;
+            }
+        });
+    }
     /// `x_i . w` for a model of width `w.len()`, which may differ from the view's: a sparse
     /// index outside `w`, or a dense row of another width, is an error (prediction path).
     fn dot_checked(&self, i: usize, w: &[f64]) -> Result<f64>;
@@ -154,6 +186,13 @@ impl Rows for CsrView<'_> {
     fn sq_norm(&self, i: usize) -> f64 {
         self.row(i).1.iter().map(|x| x * x).sum()
     }
+    #[inline]
+    fn for_each_nz<F: FnMut(usize, f64)>(&self, i: usize, mut f: F) {
+        let (idx, val) = self.row(i);
+        for (&j, &x) in idx.iter().zip(val) {
+            f(j as usize, x);
+        }
+    }
     fn dot_checked(&self, i: usize, w: &[f64]) -> Result<f64> {
         let (idx, val) = self.row(i);
         let mut acc = 0.0;
@@ -223,6 +262,12 @@ impl Rows for DenseView<'_> {
     }
     fn sq_norm(&self, i: usize) -> f64 {
         self.row(i).iter().map(|x| x * x).sum()
+    }
+    #[inline]
+    fn for_each_nz<F: FnMut(usize, f64)>(&self, i: usize, mut f: F) {
+        for (j, &x) in self.row(i).iter().enumerate() {
+            f(j, x);
+        }
     }
     fn dot_checked(&self, i: usize, w: &[f64]) -> Result<f64> {
         if w.len() != self.n_cols {

@@ -36,8 +36,9 @@ pub trait Reg: Copy + Send + Sync {
     /// `w_j = grad_j g*(u_j)` for the scaled dual sum `u_j`.
     fn link(&self, u: f64) -> f64;
 
-    /// `x_i . w` for `w = link(v * scale)`, with `v` the unscaled (possibly shifted) dual sum.
-    fn dot<D: Rows>(&self, x: &D, i: usize, v: &[f64], scale: f64) -> f64;
+    /// The `k = out.len()` scores `x_i . w_c` for `w = link(v * scale)` (feature-major,
+    /// `v[j k + c]`), with `v` the unscaled (possibly shifted) dual sum.
+    fn dot<D: Rows>(&self, x: &D, i: usize, v: &[f64], scale: f64, out: &mut [f64]);
 
     /// `g*(u)` for one coordinate: `link(u)^2 / 2` for the regularizers here (Fenchel-Young holds
     /// with equality at `w = link(u)`: `g(w) + g*(u) = w u`).
@@ -58,8 +59,9 @@ impl Reg for L2 {
         u
     }
     #[inline(always)]
-    fn dot<D: Rows>(&self, x: &D, i: usize, v: &[f64], scale: f64) -> f64 {
-        x.dot(i, v) * scale
+    fn dot<D: Rows>(&self, x: &D, i: usize, v: &[f64], scale: f64, out: &mut [f64]) {
+        x.dot_block(i, v, out, |vj| vj);
+        out.iter_mut().for_each(|o| *o *= scale);
     }
 }
 
@@ -76,9 +78,9 @@ impl Reg for ElasticNet {
         soft_threshold(u, self.threshold)
     }
     #[inline(always)]
-    fn dot<D: Rows>(&self, x: &D, i: usize, v: &[f64], scale: f64) -> f64 {
+    fn dot<D: Rows>(&self, x: &D, i: usize, v: &[f64], scale: f64, out: &mut [f64]) {
         let t = self.threshold;
-        x.dot_map(i, v, |vj| soft_threshold(vj * scale, t))
+        x.dot_block(i, v, out, |vj| soft_threshold(vj * scale, t));
     }
 }
 

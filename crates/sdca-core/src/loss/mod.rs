@@ -6,11 +6,17 @@
 //! are `y in {-1, +1}` and `b = alpha * y` is the box-constrained quantity.
 //!
 //! A loss supplies scalars and never loops; the solvers in `crate::solver` drive them.
+//!
+//! The solvers see every loss as a [`BlockLoss`]: `k` scores and `k` duals per row. Scalar
+//! losses ([`Loss`]) are blocks of one through a blanket impl; the multiclass losses
+//! ([`multiclass`]) are blocks of `k` classes. One solver path serves both, and for `k = 1` the
+//! block loops have a single iteration the compiler folds away.
 
 mod absolute;
 mod epsilon_insensitive;
 mod hinge;
 mod logistic;
+pub mod multiclass;
 mod smooth_hinge;
 mod squared;
 mod squared_hinge;
@@ -19,6 +25,7 @@ pub use absolute::Absolute;
 pub use epsilon_insensitive::EpsilonInsensitive;
 pub use hinge::Hinge;
 pub use logistic::{sigmoid, Logistic};
+pub use multiclass::{MulticlassHinge, Multinomial};
 pub use smooth_hinge::SmoothHinge;
 pub use squared::Squared;
 pub use squared_hinge::SquaredHinge;
@@ -58,6 +65,83 @@ pub trait Loss: Copy + Send + Sync {
     }
 }
 
+/// A loss as the solvers see it: `k` scores `a` and `k` duals `alpha` per row (`k = 1` for
+/// scalar losses), with the same pieces as [`Loss`] on slices of length `k`.
+pub trait BlockLoss: Copy + Send + Sync {
+    /// Classification losses take class labels (`{-1, +1}`, or class indices for `k > 1`).
+    const CLASSIFICATION: bool;
+    /// `k = 1` is known at compile time (scalar losses), so the solvers' block loops fold to
+    /// scalar code; `false` for losses whose `k` is only known at run time.
+    const SCALAR: bool = false;
+
+    /// The name users pass as `loss=`.
+    fn name(&self) -> &'static str;
+
+    /// Scores (and duals) per row.
+    fn k(&self) -> usize;
+
+    /// `phi(a, y)`.
+    fn value(&self, a: &[f64], y: f64) -> f64;
+
+    /// `phi*(-alpha, y)`; `+inf` outside the dual domain.
+    fn conj_neg(&self, alpha: &[f64], y: f64) -> f64;
+
+    /// The exact block step: writes into `out` the maximiser over `b` of
+    /// `-phi*(-b) - (b - alpha) . a - (q / 2) ||b - alpha||^2`, `q > 0` the scaled squared row
+    /// norm (`a` are the scores at the current model, which includes `alpha`'s contribution).
+    fn dual_step(&self, alpha: &[f64], a: &[f64], y: f64, q: f64, out: &mut [f64]);
+
+    /// A dual matching the scores `a` (Fenchel-Young with equality), written into `out`.
+    fn dual_of(&self, a: &[f64], y: f64, out: &mut [f64]);
+
+    /// `gamma` such that `phi` is `(1 / gamma)`-smooth in the scores; `0` when not smooth.
+    fn smoothness(&self) -> f64;
+
+    /// The row's Fenchel-Young gap `phi(a) + phi*(-alpha) + alpha . a >= 0`.
+    #[inline]
+    fn block_gap(&self, alpha: &[f64], a: &[f64], y: f64) -> f64 {
+        let dot: f64 = alpha.iter().zip(a).map(|(al, a)| al * a).sum();
+        self.value(a, y) + self.conj_neg(alpha, y) + dot
+    }
+}
+
+impl<L: Loss> BlockLoss for L {
+    const CLASSIFICATION: bool = L::CLASSIFICATION;
+    const SCALAR: bool = true;
+
+    fn name(&self) -> &'static str {
+        L::NAME
+    }
+    #[inline(always)]
+    fn k(&self) -> usize {
+        1
+    }
+    #[inline(always)]
+    fn value(&self, a: &[f64], y: f64) -> f64 {
+        Loss::value(self, a[0], y)
+    }
+    #[inline(always)]
+    fn conj_neg(&self, alpha: &[f64], y: f64) -> f64 {
+        Loss::conj_neg(self, alpha[0], y)
+    }
+    #[inline(always)]
+    fn dual_step(&self, alpha: &[f64], a: &[f64], y: f64, q: f64, out: &mut [f64]) {
+        out[0] = Loss::dual_step(self, alpha[0], a[0], y, q);
+    }
+    #[inline(always)]
+    fn dual_of(&self, a: &[f64], y: f64, out: &mut [f64]) {
+        out[0] = Loss::dual_of(self, a[0], y);
+    }
+    #[inline(always)]
+    fn smoothness(&self) -> f64 {
+        Loss::smoothness(self)
+    }
+    #[inline(always)]
+    fn block_gap(&self, alpha: &[f64], a: &[f64], y: f64) -> f64 {
+        Loss::block_gap(self, alpha[0], a[0], y)
+    }
+}
+
 /// The loss chosen by name, with its parameters (checked in [`crate::config`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LossKind {
@@ -81,12 +165,29 @@ pub enum LossKind {
         /// Half-width of the insensitive tube, `>= 0`.
         epsilon: f64,
     },
+    /// Crammer-Singer `max_j (delta(j, y) + a_j - a_y)`, smoothed when `smoothing > 0`.
+    MulticlassHinge {
+        /// `gamma >= 0` of the smoothed loss (`0`: plain).
+        smoothing: f64,
+    },
+    /// Softmax cross-entropy `log sum_j exp(a_j) - a_y`.
+    Multinomial,
 }
 
 impl LossKind {
     /// Every accepted name, for error messages.
-    pub const NAMES: &'static [&'static str] =
-        &["hinge", "smooth_hinge", "squared_hinge", "logistic", "squared", "absolute", "epsilon_insensitive"];
+    pub const NAMES: &'static [&'static str] = &[
+        "hinge",
+        "smooth_hinge",
+        "squared_hinge",
+        "logistic",
+        "squared",
+        "absolute",
+        "epsilon_insensitive",
+        "multiclass_hinge",
+        "multiclass_smooth_hinge",
+        "multinomial",
+    ];
 
     /// The user-facing name.
     pub fn name(&self) -> &'static str {
@@ -98,6 +199,29 @@ impl LossKind {
             Self::Squared => Squared::NAME,
             Self::Absolute => Absolute::NAME,
             Self::EpsilonInsensitive { .. } => EpsilonInsensitive::NAME,
+            Self::MulticlassHinge { smoothing } if *smoothing > 0.0 => MulticlassHinge::SMOOTH_NAME,
+            Self::MulticlassHinge { .. } => MulticlassHinge::NAME,
+            Self::Multinomial => Multinomial::NAME,
+        }
+    }
+
+    /// Whether labels are classes with one score vector of `k` classes per row.
+    pub fn is_multiclass(&self) -> bool {
+        matches!(self, Self::MulticlassHinge { .. } | Self::Multinomial)
+    }
+
+    /// `gamma` of the loss: `phi` is `(1/gamma)`-smooth; `0` when it is not smooth.
+    pub fn smoothness(&self) -> f64 {
+        match *self {
+            Self::Hinge => Loss::smoothness(&Hinge),
+            Self::SmoothHinge { smoothing } => Loss::smoothness(&SmoothHinge { smoothing }),
+            Self::SquaredHinge => Loss::smoothness(&SquaredHinge),
+            Self::Logistic => Loss::smoothness(&Logistic),
+            Self::Squared => Loss::smoothness(&Squared),
+            Self::Absolute => Loss::smoothness(&Absolute),
+            Self::EpsilonInsensitive { epsilon } => Loss::smoothness(&EpsilonInsensitive { epsilon }),
+            Self::MulticlassHinge { smoothing } => smoothing,
+            Self::Multinomial => Multinomial { k: 2 }.smoothness(),
         }
     }
 

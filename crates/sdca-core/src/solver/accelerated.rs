@@ -40,11 +40,12 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::sdca::{Eval, State};
 use super::{
-    drive, Budget, Certificate, Clock, Coordinate, End, Judge, Outcome, Problem, Start, Status, Verdict,
+    drive, mean_loss, Budget, Certificate, Clock, Coordinate, End, Judge, Outcome, Problem, Start, Status,
+    Verdict,
 };
 use crate::config::FitConfig;
 use crate::data::Rows;
-use crate::loss::Loss;
+use crate::loss::BlockLoss;
 use crate::reg::Reg;
 
 /// The constants of Figure 2.
@@ -87,7 +88,7 @@ fn dist_sq(a: &[f64], b: &[f64]) -> f64 {
 /// Accelerated Prox-SDCA on the problem with weight `l2` (the fit's `l2_used`) from `start`.
 /// `reg` is the inner link: soft-thresholding at `l1 / (l2 + kappa)`, or the identity.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn run<D: Rows, L: Loss, R: Reg>(
+pub(crate) fn run<D: Rows, L: BlockLoss, R: Reg>(
     problem: &Problem<'_, D>,
     loss: L,
     reg: R,
@@ -100,7 +101,7 @@ pub(crate) fn run<D: Rows, L: Loss, R: Reg>(
     clock: &mut Clock,
     rng: &mut Xoshiro256PlusPlus,
 ) -> Outcome {
-    let (x, n, d) = (problem.x, problem.n(), problem.x.n_cols());
+    let (n, dk) = (problem.n(), problem.x.n_cols() * loss.k());
     let (nf, l1, bias) = (n as f64, cfg.l1, cfg.intercept_scaling);
     let inner_l2 = l2 + acc.kappa;
     let ratio = acc.ratio();
@@ -108,7 +109,7 @@ pub(crate) fn run<D: Rows, L: Loss, R: Reg>(
     // an evaluation `e` made at `w`.
     let original = |st: &State<'_, '_, D, L, R>, e: &Eval, w: &[f64]| -> (f64, f64) {
         let sq: f64 = w.iter().map(|v| v * v).sum();
-        let l1_norm: f64 = w[..d].iter().map(|v| v.abs()).sum();
+        let l1_norm: f64 = w[..dk].iter().map(|v| v.abs()).sum();
         (e.loss + 0.5 * l2 * sq + l1 * l1_norm, -e.conj - 0.5 * l2 * st.link_sq_at(l2))
     };
 
@@ -118,14 +119,7 @@ pub(crate) fn run<D: Rows, L: Loss, R: Reg>(
     let mut state = State::new(problem, loss, reg, inner_l2, l1, bias, row_sq, alpha, shift.clone());
 
     // xi_1 = (1 + rho/mu) (P(w_1) - D(alpha_1)).
-    let loss_at_start = {
-        let mut sum = 0.0;
-        for i in (0..n).filter(|&i| problem.weight(i) > 0.0) {
-            let a = x.dot(i, &w_start) + bias * w_start[d];
-            sum += problem.weight(i) * loss.value(a, problem.y[i]);
-        }
-        sum / nf
-    };
+    let loss_at_start = mean_loss(problem, loss, bias, &w_start);
     let e0 = state.evaluate();
     let (p1, d1) = original(&state, &Eval { loss: loss_at_start, ..e0 }, &w_start);
     let mut xi = ratio * (p1 - d1).max(0.0);
@@ -265,7 +259,7 @@ mod tests {
                 assert!((cp.primal - ca.primal).abs() <= cp.gap + ca.gap, "{case}");
                 let radius = (2.0 * cp.gap / l2).sqrt() + (2.0 * ca.gap / l2).sqrt();
                 let mut dist: f64 = plain.coef.iter().zip(&acc.coef).map(|(a, b)| (a - b).powi(2)).sum();
-                dist = (dist + (plain.intercept - acc.intercept).powi(2)).sqrt();
+                dist = (dist + (plain.intercept[0] - acc.intercept[0]).powi(2)).sqrt();
                 assert!(dist <= radius, "{case}: distance {dist} > {radius}");
                 assert!(3 * acc.epochs < plain.epochs, "{case}");
                 assert_eq!(acc.gap_trace.last(), Some(&ca.gap));

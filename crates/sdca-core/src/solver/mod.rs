@@ -25,7 +25,7 @@
 //!   the elastic net's suboptimality), the second the original problem's own duality gap at the
 //!   duals rescaled into its feasible set (`Judge::lasso_dual`).
 //! - **Solver** (`solver="auto"`): accelerated Prox-SDCA when the loss is smooth (`gamma =`
-//!   [`Loss::smoothness`] `> 0`) and `R^2 / (gamma l2_used) > 10 n`
+//!   [`BlockLoss::smoothness`] `> 0`) and `R^2 / (gamma l2_used) > 10 n`
 //!   (`accelerated-prox-sdca.txt` Figure 2), plain Prox-SDCA otherwise. `R^2 = max_i s_i
 //!   (||x_i||^2 + intercept_scaling^2)`: the row norm includes the intercept feature, and a weight
 //!   `s_i` scales the loss of row `i`, so its smoothness, as `||x_i||^2` does.
@@ -43,7 +43,8 @@ use crate::config::{FitConfig, Sampling, SolverKind};
 use crate::data::Rows;
 use crate::error::{Result, SdcaError};
 use crate::loss::{
-    Absolute, EpsilonInsensitive, Hinge, Logistic, Loss, LossKind, SmoothHinge, Squared, SquaredHinge,
+    Absolute, BlockLoss, EpsilonInsensitive, Hinge, Logistic, LossKind, MulticlassHinge, Multinomial,
+    SmoothHinge, Squared, SquaredHinge,
 };
 use crate::reg::{ElasticNet, L2};
 
@@ -74,10 +75,14 @@ impl Status {
 pub struct Problem<'a, D: Rows> {
     /// Feature rows.
     pub x: &'a D,
-    /// Labels: `{-1, +1}` for classification losses, finite reals otherwise.
+    /// Labels: `{-1, +1}` for binary losses, class indices `0..k` for multiclass losses,
+    /// finite reals otherwise.
     pub y: &'a [f64],
     /// Sample weights `s_i >= 0` (default 1).
     pub weights: Option<&'a [f64]>,
+    /// Scores per row: the number of classes `k` (largest label + 1) for a multiclass loss,
+    /// else 1.
+    pub n_outputs: usize,
 }
 
 impl<'a, D: Rows> Problem<'a, D> {
@@ -109,6 +114,9 @@ impl<'a, D: Rows> Problem<'a, D> {
                 return Err(SdcaError::Empty { what: "every sample weight is zero" });
             }
         }
+        if loss.is_multiclass() {
+            return Self::multiclass(x, y, weights, loss);
+        }
         let classification = loss.is_classification();
         for (row, &v) in y.iter().enumerate() {
             let ok = if classification { v == 1.0 || v == -1.0 } else { v.is_finite() };
@@ -133,7 +141,31 @@ impl<'a, D: Rows> Problem<'a, D> {
                 return Err(SdcaError::OneClass { label: label.into() });
             }
         }
-        Ok(Self { x, y, weights })
+        Ok(Self { x, y, weights, n_outputs: 1 })
+    }
+
+    /// Multiclass labels: class indices `0..k` with at least two classes of positive weight.
+    fn multiclass(x: &'a D, y: &'a [f64], weights: Option<&'a [f64]>, loss: LossKind) -> Result<Self> {
+        let mut k = 0usize;
+        for (row, &v) in y.iter().enumerate() {
+            if !(v >= 0.0 && v.fract() == 0.0 && v < u32::MAX as f64) {
+                return Err(SdcaError::InvalidLabel {
+                    row,
+                    value: v,
+                    loss: loss.name(),
+                    expected: "multiclass losses take class indices 0..k (the plugin maps labels to them)",
+                });
+            }
+            k = k.max(v as usize + 1);
+        }
+        let weight = |i: usize| weights.map_or(1.0, |s| s[i]);
+        let first = (0..y.len()).find(|&i| weight(i) > 0.0).map(|i| y[i]);
+        if let Some(c) = first {
+            if (0..y.len()).all(|i| weight(i) == 0.0 || y[i] == c) {
+                return Err(SdcaError::OneClass { label: format!("class index {c}") });
+            }
+        }
+        Ok(Self { x, y, weights, n_outputs: k })
     }
 
     /// Number of rows.
@@ -180,12 +212,15 @@ pub struct Certificate {
 /// gap, not to `certificate.gap`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FitResult {
-    /// Weights, one per feature.
+    /// Weights, `d` per output, output-major: `coef[c d + j]` is feature `j`'s weight for score
+    /// `c` (one output for scalar losses, one per class for multiclass losses).
     pub coef: Vec<f64>,
-    /// Intercept (0 without `fit_intercept`).
-    pub intercept: f64,
-    /// Dual variables, one per row (DESIGN.md section 3 convention).
+    /// Intercepts, one per output (0 without `fit_intercept`).
+    pub intercept: Vec<f64>,
+    /// Dual variables, `n x n_outputs` row-major (DESIGN.md section 3 convention).
     pub alpha: Vec<f64>,
+    /// Scores per row: 1, or the number of classes `k` of a multiclass loss.
+    pub n_outputs: usize,
     /// Final certificate for the original problem.
     pub certificate: Certificate,
     /// Epochs run (passes of coordinate updates, over all inner calls; gap checks not counted).
@@ -213,21 +248,21 @@ pub struct FitResult {
 }
 
 /// A starting model for [`fit_from`]: the duals start at `alpha_i = -phi'(x_i . coef +
-/// intercept)` ([`Loss::dual_of`]), a dual-feasible point matched to the model's scores, and the
+/// intercept)` ([`BlockLoss::dual_of`]), a dual-feasible point matched to the model's scores, and the
 /// solver's primal is derived from them as usual. Warm starts pay off along a path of
 /// decreasing `l1` / `l2`, starting each fit from the previous model. The intercept is ignored
 /// when the fit has no intercept.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct Warm<'a> {
-    /// Weights, one per feature (the problem's width).
+    /// Weights, `d` per output, output-major as [`FitResult::coef`].
     pub coef: &'a [f64],
-    /// Intercept.
-    pub intercept: f64,
+    /// Intercepts, one per output.
+    pub intercept: &'a [f64],
 }
 
 impl<'a> From<&'a FitResult> for Warm<'a> {
     fn from(fit: &'a FitResult) -> Self {
-        Self { coef: &fit.coef, intercept: fit.intercept }
+        Self { coef: &fit.coef, intercept: &fit.intercept }
     }
 }
 
@@ -241,7 +276,7 @@ impl FitResult {
 /// Per-row outputs of a fit (for `fit_rows`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct RowOutputs {
-    /// Scores `x_i . w + b`.
+    /// Scores `x_i . w + b`, `n x n_outputs` row-major.
     pub decision: Vec<f64>,
     /// Weighted block gaps `s_i (phi + phi* + alpha a)`; their mean is the model's gap.
     pub gap: Vec<f64>,
@@ -378,28 +413,43 @@ pub(crate) struct Start {
 }
 
 impl Start {
-    /// `alpha_i = dual_of(score_i)` at the model `w` (zero model: the cold start, where only rows
-    /// that cannot move `w` get a non-zero dual).
-    fn new<D: Rows, L: Loss>(
+    /// `alpha_i = dual_of(scores_i)` at the feature-major model `w` (zero model: the cold start,
+    /// where only rows that cannot move `w` get a non-zero dual).
+    fn new<D: Rows, L: BlockLoss>(
         problem: &Problem<'_, D>,
         loss: L,
         bias: f64,
         row_sq: &[f64],
         w: Vec<f64>,
     ) -> Self {
-        let (n, d) = (problem.n(), problem.x.n_cols());
+        let (n, k) = (problem.n(), loss.k());
         let cold = w.iter().all(|&v| v == 0.0);
-        let alpha = (0..n)
-            .map(|i| {
-                if problem.weight(i) == 0.0 || (cold && row_sq[i] > 0.0) {
-                    0.0
-                } else {
-                    loss.dual_of(problem.x.dot(i, &w) + bias * w[d], problem.y[i])
-                }
-            })
-            .collect();
+        let mut alpha = vec![0.0; n * k];
+        let mut scores = vec![0.0; k];
+        for (i, block) in alpha.chunks_exact_mut(k).enumerate() {
+            if problem.weight(i) > 0.0 && !(cold && row_sq[i] > 0.0) {
+                sdca::scores_into(problem.x, i, &w, bias, &mut scores);
+                loss.dual_of(&scores, problem.y[i], block);
+            }
+        }
         Self { w, alpha }
     }
+}
+
+/// Mean weighted loss `(1/n) sum_i s_i phi(scores_i)` at the feature-major model `w`.
+pub(crate) fn mean_loss<D: Rows, L: BlockLoss>(
+    problem: &Problem<'_, D>,
+    loss: L,
+    bias: f64,
+    w: &[f64],
+) -> f64 {
+    let mut scores = vec![0.0; loss.k()];
+    let mut sum = 0.0;
+    for i in (0..problem.n()).filter(|&i| problem.weight(i) > 0.0) {
+        sdca::scores_into(problem.x, i, w, bias, &mut scores);
+        sum += problem.weight(i) * loss.value(&scores, problem.y[i]);
+    }
+    sum / problem.n() as f64
 }
 
 /// What a solver returns before it becomes a [`FitResult`].
@@ -417,7 +467,10 @@ pub(crate) struct Outcome {
 
 /// Turns a certified statement about the solved problem into the original problem's
 /// certificate, and applies the stopping rule (`gap <= tol * max(P, tiny)`, DESIGN.md section 3).
-pub(crate) struct Judge<'p, 'a, D: Rows, L: Loss> {
+///
+/// The Lasso reduction (`lasso`) is for scalar losses only (the config rejects `l2 = 0` with a
+/// multiclass loss), so its dual works on one dual per row.
+pub(crate) struct Judge<'p, 'a, D: Rows, L: BlockLoss> {
     problem: &'p Problem<'a, D>,
     loss: L,
     tol: f64,
@@ -429,7 +482,7 @@ pub(crate) struct Judge<'p, 'a, D: Rows, L: Loss> {
     scratch: Vec<f64>,
 }
 
-impl<D: Rows, L: Loss> Judge<'_, '_, D, L> {
+impl<D: Rows, L: BlockLoss> Judge<'_, '_, D, L> {
     /// The original problem's certificate at `w` (length `d + 1`) and duals `alpha`, given the
     /// solved problem's primal `P_s(w)` and a certified bound `bound >= P_s(w) - P_s*`.
     pub fn original(&mut self, w: &[f64], alpha: &[f64], primal: f64, bound: f64) -> Certificate {
@@ -493,7 +546,7 @@ impl<D: Rows, L: Loss> Judge<'_, '_, D, L> {
             let s = p.weight(i);
             if s > 0.0 {
                 let sa = s * a;
-                conj += s * self.loss.conj_neg(c * factor(sa) * a, p.y[i]);
+                conj += s * self.loss.conj_neg(&[c * factor(sa) * a], p.y[i]);
             }
         }
         -conj / nf
@@ -559,7 +612,7 @@ fn sublevel(f: impl Fn(f64) -> f64, a0: f64, level: f64) -> (f64, f64) {
 /// and by Jensen the convex loss at the group's mean score (residual) is at most
 /// `n P(0) / S_g`, `S_g` the group's weight. That mean is `m_g . w* + b*` (minus the mean label),
 /// `m_g` the group's mean row, with `|m_g . w*| <= ||m_g||_inf W1`: an interval for `b*`.
-fn lasso_radius_sq<D: Rows, L: Loss>(
+fn lasso_radius_sq<D: Rows, L: BlockLoss>(
     problem: &Problem<'_, D>,
     loss: L,
     p0: f64,
@@ -591,10 +644,10 @@ fn lasso_radius_sq<D: Rows, L: Loss>(
         // Rounding slack on the level, so that the Jensen start point is inside.
         let level = n as f64 * p0 / total * (1.0 + 1e-9) + 1e-300;
         let (a_lo, a_hi) = match class {
-            Some(c) => sublevel(|a| loss.value(a, c), 0.0, level),
+            Some(c) => sublevel(|a| loss.value(&[a], c), 0.0, level),
             None => {
                 let ybar = label / total;
-                let (r_lo, r_hi) = sublevel(|r| loss.value(r, 0.0), -ybar, level);
+                let (r_lo, r_hi) = sublevel(|r| loss.value(&[r], 0.0), -ybar, level);
                 (r_lo + ybar, r_hi + ybar)
             }
         };
@@ -613,9 +666,10 @@ fn lasso_radius_sq<D: Rows, L: Loss>(
     Ok(w1 * w1 + (b / bias).powi(2))
 }
 
-/// Calls `$body` with `$l` bound to the concrete loss of `$kind` (one monomorphised copy each).
+/// Calls `$body` with `$l` bound to the concrete loss of `$kind` (one monomorphised copy each);
+/// `$k` is the number of classes of a multiclass loss.
 macro_rules! with_loss {
-    ($kind:expr, |$l:ident| $body:expr) => {
+    ($kind:expr, $k:expr, |$l:ident| $body:expr) => {
         match $kind {
             LossKind::Hinge => {
                 let $l = Hinge;
@@ -645,6 +699,14 @@ macro_rules! with_loss {
                 let $l = EpsilonInsensitive { epsilon };
                 $body
             }
+            LossKind::MulticlassHinge { smoothing } => {
+                let $l = MulticlassHinge { k: $k, smoothing };
+                $body
+            }
+            LossKind::Multinomial => {
+                let $l = Multinomial { k: $k };
+                $body
+            }
         }
     };
 }
@@ -670,33 +732,42 @@ pub fn fit_from<D: Rows>(
     cfg: &FitConfig,
     warm: Option<&Warm<'_>>,
 ) -> Result<FitResult> {
-    let d = problem.x.n_cols();
-    let w = match warm {
-        None => vec![0.0; d + 1],
-        Some(m) => {
-            if m.coef.len() != d {
-                return Err(SdcaError::ShapeMismatch {
-                    what: "warm start coef vs n_features",
-                    expected: d,
-                    got: m.coef.len(),
-                });
-            }
-            if let Some(bad) = m.coef.iter().chain([&m.intercept]).find(|v| !v.is_finite()) {
-                return Err(SdcaError::InvalidParameter {
-                    name: "warm_start",
-                    message: format!("the warm model holds the non-finite value {bad}; pass a fitted model"),
-                });
-            }
-            let slot = if cfg.intercept_scaling > 0.0 { m.intercept / cfg.intercept_scaling } else { 0.0 };
-            m.coef.iter().copied().chain([slot]).collect()
+    let (d, k) = (problem.x.n_cols(), problem.n_outputs);
+    // The solvers' feature-major layout: slot `j k + c`, the intercept feature in row `d`.
+    let mut w = vec![0.0; (d + 1) * k];
+    if let Some(m) = warm {
+        if m.coef.len() != d * k || m.intercept.len() != k {
+            return Err(SdcaError::ShapeMismatch {
+                what: if k == 1 {
+                    "warm start coef vs n_features"
+                } else {
+                    "warm start coef vs n_features x classes (and one intercept per class)"
+                },
+                expected: d * k,
+                got: m.coef.len(),
+            });
         }
-    };
+        if let Some(bad) = m.coef.iter().chain(m.intercept).find(|v| !v.is_finite()) {
+            return Err(SdcaError::InvalidParameter {
+                name: "warm_start",
+                message: format!("the warm model holds the non-finite value {bad}; pass a fitted model"),
+            });
+        }
+        for c in 0..k {
+            for j in 0..d {
+                w[j * k + c] = m.coef[c * d + j];
+            }
+            if cfg.intercept_scaling > 0.0 {
+                w[d * k + c] = m.intercept[c] / cfg.intercept_scaling;
+            }
+        }
+    }
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);
-    with_loss!(cfg.loss, |loss| solve(problem, loss, cfg, w, &mut rng))
+    with_loss!(cfg.loss, k, |loss| solve(problem, loss, cfg, w, &mut rng))
 }
 
 /// The problem actually solved, the solver, and the run.
-fn solve<D: Rows, L: Loss>(
+fn solve<D: Rows, L: BlockLoss>(
     problem: &Problem<'_, D>,
     loss: L,
     cfg: &FitConfig,
@@ -710,7 +781,7 @@ fn solve<D: Rows, L: Loss>(
     let (l2_used, lasso) = if cfg.l2 > 0.0 {
         (cfg.l2, None)
     } else {
-        let p0 = (0..n).map(|i| problem.weight(i) * loss.value(0.0, problem.y[i])).sum::<f64>() / n as f64;
+        let p0 = mean_loss(problem, loss, bias, &vec![0.0; w.len()]);
         let radius_sq = lasso_radius_sq(problem, loss, p0, cfg.l1, bias)?;
         // eps = tol P(0), lambda = eps / B^2; P(0) = 0 means w = 0 is optimal and any lambda works.
         let l2 = if p0 > 0.0 && radius_sq > 0.0 { cfg.tol * p0 / radius_sq } else { cfg.tol };
@@ -745,10 +816,12 @@ fn solve<D: Rows, L: Loss>(
     } else {
         sdca::run(problem, loss, L2, l2_used, &row_sq, start, cfg, &mut judge, &mut clock, rng)
     };
+    let k = loss.k();
     Ok(FitResult {
-        coef: out.w[..d].to_vec(),
-        intercept: bias * out.w[d],
+        coef: (0..k).flat_map(|c| (0..d).map(move |j| (j, c))).map(|(j, c)| out.w[j * k + c]).collect(),
+        intercept: out.w[d * k..].iter().map(|v| bias * v).collect(),
         alpha: out.alpha,
+        n_outputs: k,
         certificate: out.certificate,
         epochs: clock.epochs,
         status: out.status,
@@ -769,7 +842,7 @@ fn solve<D: Rows, L: Loss>(
 /// When the budget ran out first, the model returned is `w(alpha)` of those duals with its own
 /// certificate, so the model and its certificate always agree.
 #[allow(clippy::too_many_arguments)]
-fn certify_plain<D: Rows, L: Loss>(
+fn certify_plain<D: Rows, L: BlockLoss>(
     problem: &Problem<'_, D>,
     loss: L,
     l2: f64,
@@ -819,21 +892,30 @@ pub fn row_outputs<D: Rows>(
     cfg: &FitConfig,
     fit: &FitResult,
 ) -> Result<RowOutputs> {
-    if fit.alpha.len() != problem.n() || fit.coef.len() != problem.x.n_cols() {
+    let (n, d, k) = (problem.n(), problem.x.n_cols(), fit.n_outputs);
+    if k != problem.n_outputs || fit.alpha.len() != n * k || fit.coef.len() != d * k {
         return Err(SdcaError::Internal("row_outputs: fit does not match the problem".into()));
     }
-    with_loss!(cfg.loss, |loss| Ok(rows_for(problem, loss, fit)))
+    with_loss!(cfg.loss, k, |loss| Ok(rows_for(problem, loss, fit)))
 }
 
-fn rows_for<D: Rows, L: Loss>(problem: &Problem<'_, D>, loss: L, fit: &FitResult) -> RowOutputs {
-    let n = problem.n();
-    let mut decision = Vec::with_capacity(n);
+fn rows_for<D: Rows, L: BlockLoss>(problem: &Problem<'_, D>, loss: L, fit: &FitResult) -> RowOutputs {
+    let (n, d, k) = (problem.n(), problem.x.n_cols(), fit.n_outputs);
+    // Back to the feature-major layout, the intercepts as the weights of a feature of value 1.
+    let mut w = vec![0.0; (d + 1) * k];
+    for c in 0..k {
+        for j in 0..d {
+            w[j * k + c] = fit.coef[c * d + j];
+        }
+        w[d * k + c] = fit.intercept[c];
+    }
+    let mut decision = vec![0.0; n * k];
     let mut gap = Vec::with_capacity(n);
-    for i in 0..n {
-        let a = problem.x.dot(i, &fit.coef) + fit.intercept;
+    for (i, scores) in decision.chunks_exact_mut(k).enumerate() {
+        sdca::scores_into(problem.x, i, &w, 1.0, scores);
         let s = problem.weight(i);
-        decision.push(a);
-        gap.push(if s > 0.0 { (s * loss.block_gap(fit.alpha[i], a, problem.y[i])).max(0.0) } else { 0.0 });
+        let alpha = &fit.alpha[i * k..(i + 1) * k];
+        gap.push(if s > 0.0 { (s * loss.block_gap(alpha, scores, problem.y[i])).max(0.0) } else { 0.0 });
     }
     RowOutputs { decision, gap }
 }
@@ -973,13 +1055,13 @@ mod tests {
                 assert!(c.primal - p_ref <= c.gap + 1e-12 && p_ref - c.primal <= 1e-12, "{case}");
                 // The reported primal is the Lasso objective at the model.
                 let p_model =
-                    (0..n).map(|i| 0.5 * (view.dot(i, &r.coef) + r.intercept - y[i]).powi(2)).sum::<f64>()
+                    (0..n).map(|i| 0.5 * (view.dot(i, &r.coef) + r.intercept[0] - y[i]).powi(2)).sum::<f64>()
                         / n as f64
                         + l1 * r.coef.iter().map(|w| w.abs()).sum::<f64>();
                 assert!((p_model - c.primal).abs() <= 1e-12, "{case}");
                 let support = |w: &[f64]| w.iter().map(|v| *v != 0.0).collect::<Vec<_>>();
                 assert_eq!(support(&r.coef), support(&w_ref), "{case}");
-                assert!((r.intercept - b_ref).abs() < 1e-3, "{case}");
+                assert!((r.intercept[0] - b_ref).abs() < 1e-3, "{case}");
                 // The problem actually solved: a tiny l2 from tol P(0) / B^2 and its own bound.
                 assert!(r.l2_used > 0.0 && r.l2_used < 1e-6 && r.solved_gap >= 0.0, "{case}");
             }
@@ -992,8 +1074,8 @@ mod tests {
     fn lasso_radius_bounds_the_optimum() {
         // The Jensen bound treats regression losses as functions of the residual a - y.
         for kind in [LossKind::Squared, LossKind::Absolute, LossKind::EpsilonInsensitive { epsilon: 0.3 }] {
-            with_loss!(kind, |loss| for (a, y) in [(0.3, -1.2), (-2.0, 0.5), (1.0, 1.0)] {
-                assert_eq!(loss.value(a, y), loss.value(a - y, 0.0), "{}", kind.name());
+            with_loss!(kind, 1, |loss| for (a, y) in [(0.3, -1.2), (-2.0, 0.5), (1.0, 1.0)] {
+                assert_eq!(loss.value(&[a], y), loss.value(&[a - y], 0.0), "{}", kind.name());
             });
         }
         let (n, d) = (150, 6);
@@ -1018,7 +1100,7 @@ mod tests {
         let r = fit(&p, &cfg).unwrap();
         assert_eq!(r.status, Status::Converged, "{r:?}");
         let radius_sq = lasso_radius_sq(&p, Logistic, 2f64.ln(), 0.02, 1.0).unwrap();
-        let norm_sq = r.coef.iter().map(|v| v * v).sum::<f64>() + r.intercept * r.intercept;
+        let norm_sq = r.coef.iter().map(|v| v * v).sum::<f64>() + r.intercept[0] * r.intercept[0];
         assert!(norm_sq <= radius_sq && radius_sq.is_finite(), "{norm_sq} > {radius_sq}");
     }
 
@@ -1097,12 +1179,12 @@ mod tests {
         let view = DenseView::new(&x, 20, 3).unwrap();
         let cfg = params("logistic", 1e-2, 0.0).check().unwrap();
         let p = Problem::new(&view, &y, None, cfg.loss).unwrap();
-        let short = Warm { coef: &[1.0, 2.0], intercept: 0.0 };
+        let short = Warm { coef: &[1.0, 2.0], intercept: &[0.0] };
         assert!(matches!(
             fit_from(&p, &cfg, Some(&short)),
             Err(SdcaError::ShapeMismatch { expected: 3, got: 2, .. })
         ));
-        let nan = Warm { coef: &[1.0, f64::NAN, 0.0], intercept: 0.0 };
+        let nan = Warm { coef: &[1.0, f64::NAN, 0.0], intercept: &[0.0] };
         let err = fit_from(&p, &cfg, Some(&nan)).unwrap_err();
         assert!(matches!(err, SdcaError::InvalidParameter { name: "warm_start", .. }), "{err}");
     }
@@ -1123,9 +1205,9 @@ mod tests {
             let want = ybar / (1.0 + r.l2_used);
             let radius = (2.0 * r.solved_gap / r.l2_used).sqrt();
             assert!(
-                (r.intercept - want).abs() <= radius.min(1e-3) + 1e-12,
+                (r.intercept[0] - want).abs() <= radius.min(1e-3) + 1e-12,
                 "{solver}: {} vs {want}",
-                r.intercept
+                r.intercept[0]
             );
         }
     }

@@ -28,7 +28,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 use super::{drive, Budget, Clock, Coordinate, Judge, Outcome, Problem, Start, Verdict};
 use crate::config::FitConfig;
 use crate::data::Rows;
-use crate::loss::Loss;
+use crate::loss::BlockLoss;
 use crate::reg::{soft_threshold, Reg};
 
 /// Means over the rows of one read-only pass at the current `w` (weighted by `s_i`).
@@ -43,7 +43,12 @@ pub(crate) struct Eval {
 }
 
 /// Dual coordinate ascent state for one regularized problem (possibly shifted).
-pub(crate) struct State<'p, 'a, D: Rows, L: Loss, R: Reg> {
+///
+/// Every row has a block of `k = loss.k()` duals (`k = 1` for scalar losses) and the model is a
+/// feature-major `(d + 1) x k` matrix: slot `j k + c` holds feature `j`'s weight for score `c`,
+/// so a sparse row touches `k` contiguous slots per stored entry. Row `d` is the intercept
+/// feature.
+pub(crate) struct State<'p, 'a, D: Rows, L: BlockLoss, R: Reg> {
     problem: &'p Problem<'a, D>,
     loss: L,
     reg: R,
@@ -55,19 +60,26 @@ pub(crate) struct State<'p, 'a, D: Rows, L: Loss, R: Reg> {
     scale: f64,
     /// Constant feature value (0 without intercept).
     bias: f64,
+    /// Scores (and duals) per row.
+    k: usize,
+    /// Duals, `n x k` row-major.
     pub alpha: Vec<f64>,
-    /// `sum_i s_i alpha_i x_i + shift`, length `d + 1` (last slot: intercept feature).
+    /// `sum_i s_i x_i alpha_i^T + shift`, `(d + 1) x k` feature-major.
     v: Vec<f64>,
-    /// Unscaled shift `z l2 n` (length `d + 1`), or empty for none.
+    /// Unscaled shift `z l2 n` (same layout as `v`), or empty for none.
     shift: Vec<f64>,
     /// `s_i ||x_i||^2 / (l2 n)` (including the intercept feature).
     q: Vec<f64>,
     active: Vec<u32>,
-    /// The primal point at the last [`State::evaluate`] or [`State::refresh_w`], length `d + 1`.
+    /// The primal point at the last [`State::evaluate`] or [`State::refresh_w`], same layout as `v`.
     pub w: Vec<f64>,
+    /// Scratch of length `k`: a row's scores, then its dual change.
+    scores: Vec<f64>,
+    /// Scratch of length `k`: a row's new duals.
+    step: Vec<f64>,
 }
 
-impl<'p, 'a, D: Rows, L: Loss, R: Reg> State<'p, 'a, D, L, R> {
+impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
     /// A state for the problem with weight `l2` on `||w||^2 / 2`, link `reg`, starting from the
     /// duals `alpha` (feasible; rows with `row_sq[i] = 0` keep theirs) and the unscaled `shift`
     /// (empty for none). `row_sq[i] = s_i (||x_i||^2 + bias^2)`.
@@ -83,7 +95,7 @@ impl<'p, 'a, D: Rows, L: Loss, R: Reg> State<'p, 'a, D, L, R> {
         alpha: Vec<f64>,
         shift: Vec<f64>,
     ) -> Self {
-        let (n, d) = (problem.n(), problem.x.n_cols());
+        let (n, d, k) = (problem.n(), problem.x.n_cols(), loss.k());
         let scale = 1.0 / (l2 * n as f64);
         let q: Vec<f64> = row_sq.iter().map(|r| r * scale).collect();
         let active = (0..n as u32).filter(|&i| q[i as usize] > 0.0).collect();
@@ -95,28 +107,49 @@ impl<'p, 'a, D: Rows, L: Loss, R: Reg> State<'p, 'a, D, L, R> {
             l1,
             scale,
             bias,
+            k,
             alpha,
-            v: vec![0.0; d + 1],
+            v: vec![0.0; (d + 1) * k],
             shift,
             q,
             active,
-            w: vec![0.0; d + 1],
+            w: vec![0.0; (d + 1) * k],
+            scores: vec![0.0; k],
+            step: vec![0.0; k],
         };
         state.rebuild();
         state.refresh_w();
         state
     }
 
-    /// `v = sum_i s_i alpha_i x_i + shift`, from scratch (removes rounding drift).
+    /// Scores per row, a compile-time 1 for scalar losses (so the block loops fold away).
+    #[inline(always)]
+    fn width(&self) -> usize {
+        if L::SCALAR {
+            1
+        } else {
+            self.k
+        }
+    }
+
+    /// `v = sum_i s_i x_i alpha_i^T + shift`, from scratch (removes rounding drift).
     fn rebuild(&mut self) {
         let p = self.problem;
-        let (x, d) = (p.x, p.x.n_cols());
+        let (x, d, k) = (p.x, p.x.n_cols(), self.width());
         self.v.iter_mut().for_each(|vj| *vj = 0.0);
         for i in 0..p.n() {
-            let sa = p.weight(i) * self.alpha[i];
-            if sa != 0.0 {
-                x.axpy(i, sa, &mut self.v);
-                self.v[d] += sa * self.bias;
+            let s = p.weight(i);
+            let block = &self.alpha[i * k..(i + 1) * k];
+            if s == 0.0 || block.iter().all(|&a| a == 0.0) {
+                continue;
+            }
+            let step = &mut self.step[..k];
+            for (t, &a) in step.iter_mut().zip(block) {
+                *t = s * a;
+            }
+            x.axpy_block(i, step, &mut self.v);
+            for (vc, &t) in self.v[d * k..].iter_mut().zip(step.iter()) {
+                *vc += t * self.bias;
             }
         }
         if !self.shift.is_empty() {
@@ -124,17 +157,19 @@ impl<'p, 'a, D: Rows, L: Loss, R: Reg> State<'p, 'a, D, L, R> {
         }
     }
 
-    /// `w = link(v / (l2 n))` (the intercept slot is not thresholded); O(d).
+    /// `w = link(v / (l2 n))` (the intercept slots are not thresholded); O(d k).
     pub fn refresh_w(&mut self) {
-        let d = self.problem.x.n_cols();
-        for (wj, &vj) in self.w[..d].iter_mut().zip(&self.v[..d]) {
+        let dk = self.problem.x.n_cols() * self.k;
+        for (wj, &vj) in self.w[..dk].iter_mut().zip(&self.v[..dk]) {
             *wj = self.reg.link(vj * self.scale);
         }
-        self.w[d] = self.v[d] * self.scale;
+        for (wj, &vj) in self.w[dk..].iter_mut().zip(&self.v[dk..]) {
+            *wj = vj * self.scale;
+        }
     }
 
-    /// Moves the shift to `shift` (unscaled, length `d + 1`); O(d). `w` is stale until the next
-    /// [`State::refresh_w`] or [`State::evaluate`].
+    /// Moves the shift to `shift` (unscaled, same layout as `v`); O(d k). `w` is stale until
+    /// the next [`State::refresh_w`] or [`State::evaluate`].
     pub fn set_shift(&mut self, shift: &[f64]) {
         if self.shift.is_empty() {
             self.shift = vec![0.0; shift.len()];
@@ -150,19 +185,19 @@ impl<'p, 'a, D: Rows, L: Loss, R: Reg> State<'p, 'a, D, L, R> {
         self.rebuild();
         self.refresh_w();
         let p = self.problem;
-        let (x, n, d) = (p.x, p.n(), p.x.n_cols());
-        let w = &self.w;
+        let (n, k) = (p.n(), self.width());
         let (mut loss_sum, mut conj_sum, mut gap_sum) = (0.0, 0.0, 0.0);
         for i in 0..n {
             let s = p.weight(i);
             if s == 0.0 {
                 continue;
             }
-            let a = x.dot(i, w) + self.bias * w[d];
-            let (y, al) = (p.y[i], self.alpha[i]);
-            loss_sum += s * self.loss.value(a, y);
+            let scores = &mut self.scores[..k];
+            scores_into(p.x, i, &self.w, self.bias, scores);
+            let (y, al) = (p.y[i], &self.alpha[i * k..(i + 1) * k]);
+            loss_sum += s * self.loss.value(scores, y);
             conj_sum += s * self.loss.conj_neg(al, y);
-            gap_sum += s * self.loss.block_gap(al, a, y);
+            gap_sum += s * self.loss.block_gap(al, scores, y);
         }
         let nf = n as f64;
         Eval { loss: loss_sum / nf, conj: conj_sum / nf, gap: (gap_sum / nf).max(0.0) }
@@ -172,55 +207,78 @@ impl<'p, 'a, D: Rows, L: Loss, R: Reg> State<'p, 'a, D, L, R> {
     /// `P = loss + (l2/2)||w||^2 + l1 ||w||_1 - l2 z.w`, `D = -conj - (l2/2)||w||^2`
     /// (`g~*(u) = g*(u + z) = ||w||^2 / 2`, see `crate::reg`).
     pub fn primal_dual(&self, e: &Eval) -> (f64, f64) {
-        let d = self.problem.x.n_cols();
+        let dk = self.problem.x.n_cols() * self.k;
         let sq: f64 = self.w.iter().map(|v| v * v).sum();
-        let l1_norm: f64 = self.w[..d].iter().map(|v| v.abs()).sum();
+        let l1_norm: f64 = self.w[..dk].iter().map(|v| v.abs()).sum();
         let shift_dot: f64 = self.shift.iter().zip(&self.w).map(|(z, w)| z * w).sum::<f64>() * self.scale;
         let primal = e.loss + 0.5 * self.l2 * sq + self.l1 * l1_norm - self.l2 * shift_dot;
         (primal, -e.conj - 0.5 * self.l2 * sq)
     }
 
     /// `||grad g*(v_sum / (l2 n))||^2` for the unshifted dual sum at another weight `l2`
-    /// (threshold `l1 / l2` on the features, none on the intercept slot): twice the
+    /// (threshold `l1 / l2` on the features, none on the intercept slots): twice the
     /// regularizer's conjugate term of the dual `D(alpha)` of the problem with weight `l2`.
-    /// Exact after [`State::evaluate`]; O(d).
+    /// Exact after [`State::evaluate`]; O(d k).
     pub fn link_sq_at(&self, l2: f64) -> f64 {
-        let d = self.problem.x.n_cols();
+        let dk = self.problem.x.n_cols() * self.k;
         let scale = 1.0 / (l2 * self.problem.n() as f64);
         let t = self.l1 / l2;
         let raw = |j: usize| self.v[j] - self.shift.get(j).copied().unwrap_or(0.0);
-        let feats: f64 = (0..d).map(|j| soft_threshold(raw(j) * scale, t).powi(2)).sum();
-        feats + (raw(d) * scale).powi(2)
+        let feats: f64 = (0..dk).map(|j| soft_threshold(raw(j) * scale, t).powi(2)).sum();
+        feats + (dk..self.v.len()).map(|j| (raw(j) * scale).powi(2)).sum::<f64>()
     }
 }
 
-impl<D: Rows, L: Loss, R: Reg> Coordinate for State<'_, '_, D, L, R> {
+/// The `k = out.len()` scores of row `i` at the feature-major model `w` (`(d + 1) x k`, last
+/// row the intercept feature of value `bias`).
+#[inline(always)]
+pub(crate) fn scores_into<D: Rows>(x: &D, i: usize, w: &[f64], bias: f64, out: &mut [f64]) {
+    let dk = x.n_cols() * out.len();
+    x.dot_block(i, w, out, |wj| wj);
+    for (o, &b) in out.iter_mut().zip(&w[dk..]) {
+        *o += bias * b;
+    }
+}
+
+impl<D: Rows, L: BlockLoss, R: Reg> Coordinate for State<'_, '_, D, L, R> {
     fn active(&self) -> &[u32] {
         &self.active
     }
 
     fn pass(&mut self, order: &[u32]) {
         let x = self.problem.x;
-        let d = x.n_cols();
+        let k = self.width();
+        let dk = x.n_cols() * k;
+        let (scores, step) = (&mut self.scores[..k], &mut self.step[..k]);
         for &i in order {
             let i = i as usize;
             let y = self.problem.y[i];
             let s = self.problem.weight(i);
-            let a = self.reg.dot(x, i, &self.v, self.scale) + self.bias * self.v[d] * self.scale;
-            let old = self.alpha[i];
-            let new = self.loss.dual_step(old, a, y, self.q[i]);
-            let delta = new - old;
-            if delta != 0.0 {
-                self.alpha[i] = new;
-                x.axpy(i, s * delta, &mut self.v);
-                self.v[d] += s * delta * self.bias;
+            self.reg.dot(x, i, &self.v, self.scale, scores);
+            for (a, &vb) in scores.iter_mut().zip(&self.v[dk..]) {
+                *a += self.bias * vb * self.scale;
+            }
+            let old = &mut self.alpha[i * k..(i + 1) * k];
+            self.loss.dual_step(old, scores, y, self.q[i], step);
+            // The dual change, scaled by the weight, reuses the scores' buffer.
+            let mut moved = false;
+            for ((t, o), &n) in scores.iter_mut().zip(old.iter_mut()).zip(step.iter()) {
+                *t = s * (n - *o);
+                moved |= n != *o;
+                *o = n;
+            }
+            if moved {
+                x.axpy_block(i, scores, &mut self.v);
+                for (vb, &t) in self.v[dk..].iter_mut().zip(scores.iter()) {
+                    *vb += t * self.bias;
+                }
             }
         }
     }
 }
 
 /// The user's certificate and the solved problem's gap at the current duals.
-fn certify<D: Rows, L: Loss, R: Reg>(
+fn certify<D: Rows, L: BlockLoss, R: Reg>(
     st: &mut State<'_, '_, D, L, R>,
     judge: &mut Judge<'_, '_, D, L>,
 ) -> (super::Certificate, f64) {
@@ -232,7 +290,7 @@ fn certify<D: Rows, L: Loss, R: Reg>(
 /// Plain (Prox-)SDCA on the problem with weight `l2` (the `l2_used` of the fit) and link
 /// `reg`, from the duals of `start`, until `judge` accepts the certificate or the budget ends.
 #[allow(clippy::too_many_arguments)]
-pub(crate) fn run<D: Rows, L: Loss, R: Reg>(
+pub(crate) fn run<D: Rows, L: BlockLoss, R: Reg>(
     problem: &Problem<'_, D>,
     loss: L,
     reg: R,
@@ -317,10 +375,23 @@ mod tests {
     fn every_loss_reaches_tol_with_valid_certificate() {
         for loss in LossKind::NAMES {
             let cls = ["hinge", "smooth_hinge", "squared_hinge", "logistic"].contains(loss);
-            let (x, y) = toy(120, 5, cls);
+            let (x, mut y) = toy(120, 5, cls);
+            if loss.starts_with("multi") {
+                // Three classes cut from the regression target.
+                y.iter_mut().for_each(|v| {
+                    *v = if *v < -0.4 {
+                        0.0
+                    } else if *v < 0.4 {
+                        1.0
+                    } else {
+                        2.0
+                    }
+                });
+            }
             let view = DenseView::new(&x, 120, 5).unwrap();
             // Non-smooth losses converge sublinearly (`sdca.txt` Theorem 2): a looser target.
-            let tol = if ["hinge", "absolute", "epsilon_insensitive"].contains(loss) { 1e-5 } else { 1e-10 };
+            let non_smooth = ["hinge", "absolute", "epsilon_insensitive", "multiclass_hinge"];
+            let tol = if non_smooth.contains(loss) { 1e-5 } else { 1e-10 };
             for l1 in [0.0, 1e-3] {
                 let cfg = FitParams { l1, tol, ..params(loss) }.check().unwrap();
                 let p = Problem::new(&view, &y, None, cfg.loss).unwrap();
@@ -331,6 +402,7 @@ mod tests {
                 assert!(c.gap >= 0.0 && c.gap <= tol * c.primal, "{loss}: {c:?}");
                 assert!((c.primal - c.dual - c.gap).abs() <= 1e-9 * c.primal.max(1.0), "{loss}: {c:?}");
                 let rows = row_outputs(&p, &cfg, &r).unwrap();
+                assert_eq!(rows.decision.len(), 120 * r.n_outputs);
                 let mean: f64 = rows.gap.iter().sum::<f64>() / 120.0;
                 assert!((mean - c.gap).abs() <= 1e-12 + 1e-9 * c.gap, "{loss}: {mean} vs {}", c.gap);
             }
@@ -370,7 +442,7 @@ mod tests {
         let radius = (2.0 * r.certificate.gap / l2).sqrt();
         let dist: f64 = (0..d).map(|j| (r.coef[j] - a[j][d] / a[j][j]).powi(2)).sum::<f64>().sqrt();
         assert!(dist <= radius + 1e-12, "distance {dist} > certified radius {radius}");
-        assert_eq!(r.intercept, 0.0);
+        assert_eq!(r.intercept, [0.0]);
     }
 
     #[test]
@@ -409,5 +481,124 @@ mod tests {
         let cfg = params("hinge").check().unwrap();
         assert!(Problem::new(&view, &[1.0, 1.0, 1.0], None, cfg.loss).is_err());
         assert!(Problem::new(&view, &[1.0, 0.0, -1.0], None, cfg.loss).is_err());
+    }
+}
+
+#[cfg(test)]
+mod multiclass_tests {
+    use crate::config::FitParams;
+    use crate::data::{CsrView, DenseView};
+    use crate::solver::testing::toy;
+    use crate::solver::{fit, fit_from, FitResult, Problem, Status, Warm};
+
+    fn run(x: &[f64], y: &[f64], d: usize, p: FitParams) -> FitResult {
+        let view = DenseView::new(x, y.len(), d).unwrap();
+        let cfg = p.check().unwrap();
+        fit(&Problem::new(&view, y, None, cfg.loss).unwrap(), &cfg).unwrap()
+    }
+
+    /// With two classes, `W = [w0, w1]` at weight `l2` is the binary problem in `w = w1 - w0` at
+    /// weight `l2 / 2` (the optimum splits `w` evenly: `w1 = -w0 = w / 2`), for each pair of
+    /// multiclass and binary losses; the intercept follows the same split.
+    #[test]
+    fn two_classes_equal_the_binary_losses() {
+        let (n, d, l2) = (200, 4, 1e-2);
+        let (x, y) = toy(n, d, true, 11);
+        let idx: Vec<f64> = y.iter().map(|&v| if v > 0.0 { 1.0 } else { 0.0 }).collect();
+        for (multi, binary) in [
+            ("multinomial", "logistic"),
+            ("multiclass_hinge", "hinge"),
+            ("multiclass_smooth_hinge", "smooth_hinge"),
+        ] {
+            let tol = if binary == "hinge" { 1e-7 } else { 1e-11 };
+            let base = FitParams { tol, max_epochs: 20_000, smoothing: 0.5, ..Default::default() };
+            let m = run(&x, &idx, d, FitParams { loss: multi.into(), l2, ..base.clone() });
+            let b = run(&x, &y, d, FitParams { loss: binary.into(), l2: l2 / 2.0, ..base });
+            let (cm, cb) = (m.certificate, b.certificate);
+            let case = format!("{multi} {cm:?} vs {binary} {cb:?}");
+            assert_eq!(
+                (m.status, b.status, m.n_outputs),
+                (Status::Converged, Status::Converged, 2),
+                "{case}"
+            );
+            assert!((cm.primal - cb.primal).abs() <= cm.gap + cb.gap + 1e-12, "{case}");
+            // Both within their certified radii (strong convexity l2 / 2 of the binary problem).
+            let radius = (2.0 * cm.gap / (l2 / 2.0)).sqrt() * 2.0 + (2.0 * cb.gap / (l2 / 2.0)).sqrt();
+            let diff: f64 = (0..d).map(|j| (m.coef[d + j] - m.coef[j] - b.coef[j]).powi(2)).sum::<f64>()
+                + (m.intercept[1] - m.intercept[0] - b.intercept[0]).powi(2);
+            assert!(diff.sqrt() <= radius + 1e-9, "{case}: {} > {radius}", diff.sqrt());
+        }
+    }
+
+    #[test]
+    fn accelerated_multinomial_reaches_the_plain_optimum() {
+        let (n, d, l2) = (300, 5, 1e-4);
+        let (x, t) = toy(n, d, false, 2);
+        let y: Vec<f64> = t
+            .iter()
+            .map(|v| {
+                if *v < 0.0 {
+                    0.0
+                } else if *v < 1.0 {
+                    1.0
+                } else {
+                    2.0
+                }
+            })
+            .collect();
+        let base = FitParams {
+            loss: "multinomial".into(),
+            l2,
+            tol: 1e-7,
+            max_epochs: 100_000,
+            ..Default::default()
+        };
+        let plain = run(&x, &y, d, FitParams { solver: "sdca".into(), check_every: 10, ..base.clone() });
+        let acc = run(&x, &y, d, FitParams { solver: "accelerated".into(), ..base });
+        let (cp, ca) = (plain.certificate, acc.certificate);
+        let case = format!("plain {cp:?} in {}, accelerated {ca:?} in {}", plain.epochs, acc.epochs);
+        assert_eq!(
+            (plain.status, acc.status, acc.solver),
+            (Status::Converged, Status::Converged, "accelerated")
+        );
+        assert!((cp.primal - ca.primal).abs() <= cp.gap + ca.gap, "{case}");
+        assert!(2 * acc.epochs < plain.epochs, "{case}");
+    }
+
+    #[test]
+    fn sparse_equals_dense_and_warm_start_from_the_optimum_is_immediate() {
+        let (n, d) = (90, 12);
+        let (mut x, t) = toy(n, d, false, 6);
+        x.iter_mut().filter(|v| v.abs() < 0.6).for_each(|v| *v = 0.0);
+        let y: Vec<f64> = t.iter().map(|v| ((v + 2.0).max(0.0) as usize).min(3) as f64).collect();
+        let (mut indptr, mut indices, mut values) = (vec![0i64], Vec::new(), Vec::new());
+        for i in 0..n {
+            for j in 0..d {
+                if x[i * d + j] != 0.0 {
+                    indices.push(j as u32);
+                    values.push(x[i * d + j]);
+                }
+            }
+            indptr.push(indices.len() as i64);
+        }
+        let csr = CsrView::new(&indptr, &indices, &values, d).unwrap();
+        let dense = DenseView::new(&x, n, d).unwrap();
+        for loss in ["multiclass_hinge", "multinomial"] {
+            let tol = if loss == "multinomial" { 1e-9 } else { 1e-5 };
+            let cfg = FitParams { loss: loss.into(), l2: 1e-2, l1: 1e-3, tol, ..Default::default() };
+            let cfg = cfg.check().unwrap();
+            let ps = Problem::new(&csr, &y, None, cfg.loss).unwrap();
+            let a = fit(&ps, &cfg).unwrap();
+            let b = fit(&Problem::new(&dense, &y, None, cfg.loss).unwrap(), &cfg).unwrap();
+            assert_eq!(a, b, "{loss}");
+            let k = a.n_outputs;
+            assert!(k >= 3 && a.coef.len() == d * k && a.alpha.len() == n * k, "{loss}");
+            // A smooth loss's duals are determined by the scores, so the warm start restarts at
+            // the optimum (a non-smooth loss gets a vertex subgradient instead).
+            if loss == "multinomial" {
+                let warm = fit_from(&ps, &cfg, Some(&Warm::from(&a))).unwrap();
+                assert!(warm.epochs * 5 <= a.epochs, "{loss}: warm {} vs cold {}", warm.epochs, a.epochs);
+            }
+        }
     }
 }

@@ -1,0 +1,484 @@
+//! Multiclass losses on a score vector `a = W^T x in R^k`: Crammer-Singer (optionally smoothed)
+//! and multinomial (softmax cross-entropy).
+//!
+//! Labels are class indices `y in {0, ..., k-1}` (stored as `f64` like every label). The dual
+//! variable of a row is a k-vector `alpha` with `W = (1/(l2 n)) sum_i s_i x_i alpha_i^T`
+//! (DESIGN.md section 3), so each block step moves the k columns of `W` along `x_i` and the
+//! solvers run these losses through the same pass as the scalar ones ([`super::BlockLoss`]).
+//!
+//! **Crammer-Singer** `phi(a, y) = max_j (delta(j, y) + a_j - a_y)`, `delta(j, y) = [j != y]`.
+//! Its dual domain (`papers/notes/prox-sdca.md` section 4.1b, with the corrected sign) is
+//! `-alpha = sum_{j != y} beta_j (e_j - e_y)` with `beta >= 0`, `sum beta <= 1`: `alpha_j =
+//! -beta_j` off the label and `alpha_y = ||beta||_1` (the bookkeeping value of
+//! `papers/notes/accelerated-prox-sdca.md` section 2.7, here exact). `phi*(-alpha) = -alpha_y`.
+//! The smoothed variant (`smoothing = gamma > 0`, Lemma 2 of `accelerated-prox-sdca.txt`) adds
+//! `(gamma/2) ||beta||^2` to the conjugate, making `phi` `(1/gamma)`-smooth.
+//!
+//! The exact block step (section 2.7 of the accelerated note, problem (22)): with the scores
+//! `s^ = a - q alpha_old` of the model without row `i`, `mu_j = (1 + s^_j - s^_y) / (gamma + q)`
+//! and `C = q / (gamma + q)`, the new `beta` minimises `||beta - mu||^2 + C ||beta||_1^2` over
+//! `beta >= 0`, `||beta||_1 <= 1`. The paper sorts; we use the equivalent threshold form
+//! `beta = max(mu - tau, 0)`: stationarity in `z = ||beta||_1` gives `tau = C z`, a monotone
+//! 1-D equation solved exactly by support iteration ([`threshold`]), and when its `z` exceeds 1
+//! the cap is active and `tau` is the simplex projection's threshold. This avoids the printed
+//! `OptimizeDual`'s off-by-one (the note's erratum) and any scratch buffer.
+//!
+//! **Multinomial** `phi(a, y) = log sum_j exp(a_j) - a_y`. Its dual domain is `alpha = e_y - p`
+//! with `p` in the probability simplex and `phi*(-alpha) = sum_j p_j ln p_j`. The block step
+//! maximises `-sum p ln p + p . s^ - (q/2) ||e_y - p||^2` over the simplex: stationarity gives
+//! `ln p_j + q p_j = b_j - nu` with `b_j = s^_j + q [j = y]`, each `p_j(nu)` found by Newton in
+//! `ln p_j` from a start where the convex residual is nonnegative (monotone convergence), and
+//! the multiplier `nu` by safeguarded Newton on `sum_j p_j(nu) = 1` inside the bracket
+//! `[lse(b) - q, lse(b)]` (at `q = 0` the root is `lse(b)`; each `p_j <= 1` bounds the other
+//! side). The loss is `1/2`-smooth in the score vector (the softmax Hessian's largest eigenvalue is
+//! at most `1/2`), so `gamma = 2`.
+
+use super::BlockLoss;
+
+/// Largest `tau >= 0` with `tau = c sum_j max(u_j - tau, 0)` (`cap = None`), or with
+/// `sum_j max(u_j - tau, 0) = cap` (`cap = Some(z)`, `sum_j max(u_j, 0) > z`), over the `k`
+/// entries `u(j)` but the label slot `skip`. Support iteration: start from the positive entries;
+/// each round's `tau` is at most the root and only drops entries below it, so it stops after at
+/// most `k` rounds.
+fn threshold(k: usize, skip: usize, u: impl Fn(usize) -> f64, c: f64, cap: Option<f64>) -> f64 {
+    let mut tau = 0.0f64;
+    for _ in 0..=k {
+        let (mut sum, mut count) = (0.0, 0usize);
+        for j in (0..k).filter(|&j| j != skip) {
+            let v = u(j);
+            if v > tau {
+                sum += v;
+                count += 1;
+            }
+        }
+        if count == 0 {
+            return tau;
+        }
+        let next = match cap {
+            None => c * sum / (1.0 + c * count as f64),
+            Some(z) => (sum - z) / count as f64,
+        };
+        if next <= tau {
+            return tau;
+        }
+        tau = next;
+    }
+    tau
+}
+
+/// `sum_{j != skip} max(u_j - tau, 0)`.
+fn mass(k: usize, skip: usize, u: impl Fn(usize) -> f64, tau: f64) -> f64 {
+    (0..k).filter(|&j| j != skip).map(|j| (u(j) - tau).max(0.0)).sum()
+}
+
+/// The threshold of the Euclidean projection of `u` (label slot excluded) onto
+/// `S = {beta >= 0, ||beta||_1 <= 1}`: `beta = max(u - tau, 0)`.
+fn project_threshold(k: usize, skip: usize, u: impl Fn(usize) -> f64 + Copy) -> f64 {
+    if mass(k, skip, u, 0.0) <= 1.0 {
+        0.0
+    } else {
+        threshold(k, skip, u, 0.0, Some(1.0))
+    }
+}
+
+/// The label as a class index (labels are validated by `Problem::new`).
+#[inline]
+fn class(y: f64) -> usize {
+    y as usize
+}
+
+/// Crammer-Singer multiclass hinge, smoothed when `smoothing > 0`.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct MulticlassHinge {
+    /// Number of classes `k >= 2`.
+    pub k: usize,
+    /// `gamma >= 0`: `0` is the plain Crammer-Singer loss.
+    pub smoothing: f64,
+}
+
+impl MulticlassHinge {
+    /// The user-facing name of the plain loss.
+    pub const NAME: &'static str = "multiclass_hinge";
+    /// The user-facing name of the smoothed loss.
+    pub const SMOOTH_NAME: &'static str = "multiclass_smooth_hinge";
+
+    /// `u_j = (1 + a_j - a_y) / gamma` off the label (`gamma > 0`), written into `out`.
+    fn scaled_margins(&self, a: &[f64], y: usize, out: &mut [f64]) {
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = if j == y { 0.0 } else { (1.0 + a[j] - a[y]) / self.smoothing };
+        }
+    }
+}
+
+impl BlockLoss for MulticlassHinge {
+    const CLASSIFICATION: bool = true;
+
+    fn name(&self) -> &'static str {
+        if self.smoothing > 0.0 {
+            Self::SMOOTH_NAME
+        } else {
+            Self::NAME
+        }
+    }
+
+    #[inline]
+    fn k(&self) -> usize {
+        self.k
+    }
+
+    fn value(&self, a: &[f64], y: f64) -> f64 {
+        let y = class(y);
+        let margin = |j: usize| 1.0 + a[j] - a[y];
+        if self.smoothing == 0.0 {
+            return (0..self.k).filter(|&j| j != y).map(margin).fold(0.0, f64::max);
+        }
+        // max_{beta in S} beta . (gamma u) - (gamma/2) ||beta||^2, attained at beta = Proj_S(u).
+        let g = self.smoothing;
+        let u = |j: usize| margin(j) / g;
+        let tau = project_threshold(self.k, y, u);
+        (0..self.k)
+            .filter(|&j| j != y)
+            .map(|j| {
+                let b = (u(j) - tau).max(0.0);
+                g * (b * u(j) - 0.5 * b * b)
+            })
+            .sum()
+    }
+
+    fn conj_neg(&self, alpha: &[f64], y: f64) -> f64 {
+        let y = class(y);
+        let (mut total, mut sq) = (0.0, 0.0);
+        for (j, &al) in alpha.iter().enumerate() {
+            if j != y {
+                let beta = -al;
+                if beta < -1e-12 {
+                    return f64::INFINITY;
+                }
+                total += beta;
+                sq += beta * beta;
+            }
+        }
+        if total > 1.0 + 1e-9 || (alpha[y] - total).abs() > 1e-9 {
+            return f64::INFINITY;
+        }
+        -total + 0.5 * self.smoothing * sq
+    }
+
+    fn dual_step(&self, alpha: &[f64], a: &[f64], y: f64, q: f64, out: &mut [f64]) {
+        let y = class(y);
+        let denom = self.smoothing + q;
+        // s^ = a - q alpha_old; mu_j = (1 + s^_j - s^_y) / (gamma + q), written into `out`.
+        let base = a[y] - q * alpha[y];
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = if j == y { 0.0 } else { (1.0 + (a[j] - q * alpha[j]) - base) / denom };
+        }
+        let c = q / denom;
+        let (k, mu) = (self.k, |j: usize| out[j]);
+        let mut tau = threshold(k, y, mu, c, None);
+        if mass(k, y, mu, tau) > 1.0 {
+            tau = threshold(k, y, mu, 0.0, Some(1.0));
+        }
+        let mut total = 0.0;
+        for (j, o) in out.iter_mut().enumerate() {
+            if j != y {
+                let beta = (*o - tau).max(0.0);
+                total += beta;
+                *o = -beta;
+            }
+        }
+        if total > 1.0 {
+            // Rounding: scale back onto the cap.
+            out.iter_mut().for_each(|o| *o /= total);
+            total = 1.0;
+        }
+        out[y] = total;
+    }
+
+    fn dual_of(&self, a: &[f64], y: f64, out: &mut [f64]) {
+        let yi = class(y);
+        if self.smoothing > 0.0 {
+            self.scaled_margins(a, yi, out);
+            let tau = project_threshold(self.k, yi, |j| out[j]);
+            let mut total = 0.0;
+            for (j, o) in out.iter_mut().enumerate() {
+                if j != yi {
+                    let beta = (*o - tau).max(0.0);
+                    total += beta;
+                    *o = -beta;
+                }
+            }
+            out[yi] = total;
+            return;
+        }
+        out.iter_mut().for_each(|o| *o = 0.0);
+        let worst = (0..self.k).filter(|&j| j != yi).max_by(|&i, &j| a[i].total_cmp(&a[j]));
+        if let Some(j) = worst {
+            if 1.0 + a[j] - a[yi] > 0.0 {
+                out[j] = -1.0;
+                out[yi] = 1.0;
+            }
+        }
+    }
+
+    fn smoothness(&self) -> f64 {
+        self.smoothing
+    }
+}
+
+/// Multinomial logistic regression (softmax cross-entropy).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Multinomial {
+    /// Number of classes `k >= 2`.
+    pub k: usize,
+}
+
+impl Multinomial {
+    /// The user-facing name.
+    pub const NAME: &'static str = "multinomial";
+}
+
+/// `log sum_j exp(v_j)`, stable.
+pub fn log_sum_exp(v: &[f64]) -> f64 {
+    let m = v.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
+    if !m.is_finite() {
+        return m;
+    }
+    m + v.iter().map(|&x| (x - m).exp()).sum::<f64>().ln()
+}
+
+/// `p` with `ln p + q p = t`: Newton in `u = ln p` on the convex increasing
+/// `f(u) = u + q e^u - t`, from `u0 = min(t, ln(t / q))` (or `t` when `t <= 0`) where `f >= 0`,
+/// so the iterates decrease monotonically to the root.
+fn solve_lnp(t: f64, q: f64) -> f64 {
+    let mut u = if t > 0.0 && q > 0.0 { t.min((t / q).ln()) } else { t };
+    for _ in 0..100 {
+        let e = q * u.exp();
+        let step = (u + e - t) / (1.0 + e);
+        u -= step;
+        if step.abs() <= 1e-15 * (1.0 + u.abs()) {
+            break;
+        }
+    }
+    u.exp()
+}
+
+#[inline]
+fn xlogx(x: f64) -> f64 {
+    if x > 0.0 {
+        x * x.ln()
+    } else {
+        0.0
+    }
+}
+
+impl BlockLoss for Multinomial {
+    const CLASSIFICATION: bool = true;
+
+    fn name(&self) -> &'static str {
+        Self::NAME
+    }
+
+    #[inline]
+    fn k(&self) -> usize {
+        self.k
+    }
+
+    fn value(&self, a: &[f64], y: f64) -> f64 {
+        (log_sum_exp(a) - a[class(y)]).max(0.0)
+    }
+
+    fn conj_neg(&self, alpha: &[f64], y: f64) -> f64 {
+        let y = class(y);
+        let (mut total, mut ent) = (0.0, 0.0);
+        for (j, &al) in alpha.iter().enumerate() {
+            let p = if j == y { 1.0 - al } else { -al };
+            if p < -1e-12 {
+                return f64::INFINITY;
+            }
+            total += p;
+            ent += xlogx(p);
+        }
+        if (total - 1.0).abs() > 1e-9 {
+            return f64::INFINITY;
+        }
+        ent
+    }
+
+    fn dual_step(&self, alpha: &[f64], a: &[f64], y: f64, q: f64, out: &mut [f64]) {
+        let yi = class(y);
+        // b_j = s^_j + q [j = y] with s^ = a - q alpha_old; kept in `out` until p overwrites it.
+        for (j, o) in out.iter_mut().enumerate() {
+            *o = a[j] - q * alpha[j] + if j == yi { q } else { 0.0 };
+        }
+        let hi = log_sum_exp(out);
+        let (mut lo, mut hi) = (hi - q, hi);
+        let sum_at = |nu: f64, b: &[f64]| -> (f64, f64) {
+            let (mut g, mut dg) = (-1.0, 0.0);
+            for &bj in b {
+                let p = solve_lnp(bj - nu, q);
+                g += p;
+                dg -= p / (1.0 + q * p);
+            }
+            (g, dg)
+        };
+        let mut nu = hi;
+        for _ in 0..100 {
+            let (g, dg) = sum_at(nu, out);
+            if g.abs() <= 1e-15 {
+                break;
+            }
+            if g > 0.0 {
+                lo = nu;
+            } else {
+                hi = nu;
+            }
+            let newton = nu - g / dg;
+            nu = if dg < 0.0 && newton > lo && newton < hi { newton } else { 0.5 * (lo + hi) };
+            if hi - lo <= 1e-15 * (1.0 + nu.abs()) {
+                break;
+            }
+        }
+        let mut total = 0.0;
+        for o in out.iter_mut() {
+            *o = solve_lnp(*o - nu, q);
+            total += *o;
+        }
+        // alpha = e_y - p, with p renormalised onto the simplex against rounding.
+        for (j, o) in out.iter_mut().enumerate() {
+            let p = *o / total;
+            *o = if j == yi { 1.0 - p } else { -p };
+        }
+    }
+
+    fn dual_of(&self, a: &[f64], y: f64, out: &mut [f64]) {
+        let yi = class(y);
+        let lse = log_sum_exp(a);
+        for (j, o) in out.iter_mut().enumerate() {
+            let p = (a[j] - lse).exp();
+            *o = if j == yi { 1.0 - p } else { -p };
+        }
+    }
+
+    fn smoothness(&self) -> f64 {
+        2.0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::testing::argmax;
+    use super::*;
+
+    /// Dual objective of one block step: `-phi*(-b) - (b - alpha) . a - (q/2) ||b - alpha||^2`.
+    fn block_obj<L: BlockLoss>(loss: &L, b: &[f64], alpha: &[f64], a: &[f64], y: f64, q: f64) -> f64 {
+        let lin: f64 = b.iter().zip(alpha).zip(a).map(|((b, al), a)| (b - al) * a).sum();
+        let sq: f64 = b.iter().zip(alpha).map(|(b, al)| (b - al).powi(2)).sum();
+        -loss.conj_neg(b, y) - lin - 0.5 * q * sq
+    }
+
+    fn rng(seed: u64) -> impl FnMut() -> f64 {
+        let mut s = 0x9E3779B97F4A7C15u64 ^ seed;
+        move || {
+            s ^= s << 13;
+            s ^= s >> 7;
+            s ^= s << 17;
+            (s >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
+        }
+    }
+
+    /// A random feasible dual for `loss` at label `y`: `dual_of` some random scores.
+    fn feasible<L: BlockLoss>(loss: &L, y: f64, next: &mut impl FnMut() -> f64) -> Vec<f64> {
+        let a: Vec<f64> = (0..loss.k()).map(|_| 3.0 * next()).collect();
+        let mut out = vec![0.0; loss.k()];
+        loss.dual_of(&a, y, &mut out);
+        out
+    }
+
+    /// The block step beats every feasible point on random segments from it (the objective is
+    /// concave, so a better point would show up along some segment), Fenchel-Young holds at
+    /// `dual_of`, and block gaps are nonnegative.
+    fn check_block<L: BlockLoss>(loss: L) {
+        let mut next = rng(7);
+        let k = loss.k();
+        for trial in 0..300 {
+            let y = (trial % k) as f64;
+            let a: Vec<f64> = (0..k).map(|_| 4.0 * next()).collect();
+            let q = [1e-3, 0.3, 1.0, 20.0][trial % 4];
+            let alpha = feasible(&loss, y, &mut next);
+            let mut step = vec![0.0; k];
+            loss.dual_step(&alpha, &a, y, q, &mut step);
+            let best = block_obj(&loss, &step, &alpha, &a, y, q);
+            assert!(best.is_finite(), "{}: step left the domain: {step:?}", loss.name());
+            for _ in 0..20 {
+                let other = feasible(&loss, y, &mut next);
+                let f = |t: f64| {
+                    let p: Vec<f64> = step.iter().zip(&other).map(|(s, o)| s + t * (o - s)).collect();
+                    block_obj(&loss, &p, &alpha, &a, y, q)
+                };
+                let t = argmax(f, 0.0, 1.0);
+                assert!(
+                    f(t) <= best + 1e-9 * (1.0 + best.abs()),
+                    "{}: segment point t={t} beats the step by {} (q {q})",
+                    loss.name(),
+                    f(t) - best
+                );
+            }
+            let mut d = vec![0.0; k];
+            loss.dual_of(&a, y, &mut d);
+            let fy = loss.block_gap(&d, &a, y);
+            assert!(fy.abs() <= 1e-9 * (1.0 + loss.value(&a, y)), "{}: FY gap {fy} at dual_of", loss.name());
+            assert!(loss.block_gap(&alpha, &a, y) >= -1e-12, "{}", loss.name());
+        }
+    }
+
+    #[test]
+    fn crammer_singer_step_is_the_block_argmax() {
+        for k in [2, 3, 7] {
+            check_block(MulticlassHinge { k, smoothing: 0.0 });
+            check_block(MulticlassHinge { k, smoothing: 0.5 });
+        }
+    }
+
+    #[test]
+    fn multinomial_step_is_the_block_argmax() {
+        for k in [2, 3, 6] {
+            check_block(Multinomial { k });
+        }
+    }
+
+    /// The smoothed value is `max_{beta in S} beta . (1 + a - a_y) - (gamma/2) ||beta||^2`:
+    /// compare with a grid over `S` for three classes, and check `phi - gamma/2 <= phi~ <= phi`.
+    #[test]
+    fn smoothed_value_matches_its_definition() {
+        let (plain, smooth) =
+            (MulticlassHinge { k: 3, smoothing: 0.0 }, MulticlassHinge { k: 3, smoothing: 0.7 });
+        let mut next = rng(3);
+        for _ in 0..50 {
+            let a: Vec<f64> = (0..3).map(|_| 2.0 * next()).collect();
+            let y = 1.0;
+            let mut best = f64::NEG_INFINITY;
+            for i in 0..=200 {
+                for j in 0..=(200 - i) {
+                    let (b0, b2) = (i as f64 / 200.0, j as f64 / 200.0);
+                    let v = b0 * (1.0 + a[0] - a[1]) + b2 * (1.0 + a[2] - a[1]) - 0.35 * (b0 * b0 + b2 * b2);
+                    best = best.max(v);
+                }
+            }
+            let v = smooth.value(&a, y);
+            assert!((v - best).abs() < 2e-4 && v >= best - 1e-12, "{v} vs grid {best}");
+            let p = plain.value(&a, y);
+            assert!(p - 0.35 - 1e-12 <= v && v <= p + 1e-12);
+        }
+    }
+
+    #[test]
+    fn solve_lnp_is_exact_over_scales() {
+        for q in [1e-9, 1e-3, 1.0, 1e3, 1e9] {
+            for t in [-700.0, -30.0, -1.0, 0.0, 0.5, 5.0, 40.0, 1e4] {
+                let p = solve_lnp(t, q);
+                let r = p.ln() + q * p - t;
+                assert!(p > 0.0 && r.abs() <= 1e-12 * (1.0 + t.abs()), "t {t} q {q}: residual {r}");
+            }
+        }
+    }
+}
