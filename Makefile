@@ -17,7 +17,7 @@ RUST_SRC := $(shell find src crates/sdca-core/src -name '*.rs') Cargo.toml crate
 # One build stamp per clone: the venv's editable install points at the clone that built last.
 BUILD_STAMP := $(VENV)/.build-$(shell pwd | cksum | cut -d' ' -f1)
 
-.PHONY: help venv build test test-rust test-python test-fast lint fmt demo bench bench-quick clean
+.PHONY: help venv build test test-rust test-python test-compat test-fast lint fmt demo bench bench-quick clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -42,7 +42,21 @@ test-rust: ## cargo tests of the solver core (no Polars: seconds)
 test-python: build ## pytest: behaviour, references, errors, doctests (all markers)
 	$(PY) -m pytest -q
 
-test: test-rust test-python ## everything CI runs
+# The compatibility job: the same extension and sources against the lowest Polars the package
+# declares (pyproject), in a second venv; the newest is the main venv's.
+COMPAT_VENV ?= $(CACHE)/venv-lowest
+COMPAT_STAMP := $(COMPAT_VENV)/.deps-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+$(COMPAT_STAMP): pyproject.toml $(DEPS_STAMP)
+	test -x $(COMPAT_VENV)/bin/python || $(PYTHON) -m venv $(COMPAT_VENV)
+	$(COMPAT_VENV)/bin/python -m pip install --quiet $$($(PY) scripts/deps.py lowest test)
+	rm -f $(COMPAT_VENV)/.deps-* && touch $@
+
+test-compat: build $(COMPAT_STAMP) ## pytest (fast set) against the lowest declared Polars
+	PYTHONPATH=python $(COMPAT_VENV)/bin/python -c "import polars; print('polars', polars.__version__)"
+	PYTHONPATH=python $(COMPAT_VENV)/bin/python -m pytest -q -m "not slow" -p no:cacheprovider
+
+test: test-rust test-python test-compat ## everything CI runs
 
 test-fast: build ## pytest without the slow real-data tests
 	$(PY) -m pytest -q -m "not slow"

@@ -21,6 +21,7 @@ use sdca_core::Rows;
 
 use crate::convert::{self, Features};
 use crate::error::{compute, param};
+use crate::interrupt;
 use crate::kwargs::{CrfKwargs, CrfPredictKwargs, Layout};
 use crate::output::{f64_list, matrix};
 
@@ -198,6 +199,9 @@ fn solve_on<D: TokenRows>(
         sdca_core::SdcaError::InvalidParameter { .. } => param(e),
         e => compute(format!("sequence column {:?}: {e}", g.seq_name)),
     })?;
+    if fit.status == sdca_core::Status::Interrupted {
+        return Err(interrupt::error());
+    }
     let out = if rows {
         let w = fit.weights();
         let prediction = crf_predict(&w, x, &g.starts).map_err(param)?;
@@ -263,14 +267,17 @@ fn null_model(name: &str, tag: &DataType, l2: Option<f64>, status: &str) -> Pola
 /// `crf_fit`: one model row for the group.
 pub fn model(inputs: &[Series], kw: &CrfKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
-    let cfg = kw.params.check().map_err(param)?;
+    let mut cfg = kw.params.check().map_err(param)?;
+    cfg.interrupt = interrupt::arm();
     let tag = &inputs[0];
     let result = prepare(inputs, kw).and_then(|g| {
         let (fit, _) = solve(&g, &cfg, false)?;
         model_row(tag.name(), &fit, &g.labels)
     });
     match result {
-        Err(e) if kw.on_error == "null" => null_model(tag.name(), tag.dtype(), kw.params.l2, &status_of(&e)),
+        Err(e) if kw.on_error == "null" && !interrupt::is_interrupt(&e) => {
+            null_model(tag.name(), tag.dtype(), kw.params.l2, &status_of(&e))
+        }
         other => other,
     }
 }
@@ -307,7 +314,8 @@ fn rows_series(
 /// `crf_fit_rows`: per-token Viterbi label, node marginals and the sequence's block gap.
 pub fn rows(inputs: &[Series], kw: &CrfKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
-    let cfg = kw.params.check().map_err(param)?;
+    let mut cfg = kw.params.check().map_err(param)?;
+    cfg.interrupt = interrupt::arm();
     let tag = &inputs[0];
     let result = prepare(inputs, kw).and_then(|g| {
         let (fit, out) = solve(&g, &cfg, true)?;
@@ -316,7 +324,9 @@ pub fn rows(inputs: &[Series], kw: &CrfKwargs) -> PolarsResult<Series> {
         rows_series(tag.name(), tag.len(), tag.dtype(), Some((&g, &fit, &out)))
     });
     match result {
-        Err(_) if kw.on_error == "null" => rows_series(tag.name(), tag.len(), tag.dtype(), None),
+        Err(e) if kw.on_error == "null" && !interrupt::is_interrupt(&e) => {
+            rows_series(tag.name(), tag.len(), tag.dtype(), None)
+        }
         other => other,
     }
 }

@@ -1,10 +1,11 @@
 //! One group's fit: inputs to core views, the core fit, and `on_error` handling.
 
 use polars::prelude::*;
-use sdca_core::{FitConfig, FitResult, Problem, RowOutputs, Rows, SdcaError, Warm};
+use sdca_core::{FitConfig, FitResult, Problem, RowOutputs, Rows, SdcaError, Status, Warm};
 
 use crate::convert::{self, Features, Labels};
 use crate::error::{compute, param, InColumn};
+use crate::interrupt;
 use crate::kwargs::{FitKwargs, Layout};
 use crate::output::{self, ModelMeta};
 
@@ -117,6 +118,9 @@ fn solve_on<D: Rows>(
     })?;
     let warm = g.warm.as_ref().map(|(coef, intercept)| Warm { coef, intercept });
     let fit = sdca_core::fit_from(&problem, cfg, warm.as_ref()).map_err(param)?;
+    if fit.status == Status::Interrupted {
+        return Err(interrupt::error());
+    }
     let out =
         if rows { Some(sdca_core::row_outputs(&problem, cfg, &fit).in_column(&g.label_name)?) } else { None };
     Ok((fit, out))
@@ -157,7 +161,8 @@ fn status_of(e: &PolarsError) -> String {
 /// `fit`: one model row for the group.
 pub fn model(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
-    let cfg = kw.params.check().map_err(param)?;
+    let mut cfg = kw.params.check().map_err(param)?;
+    cfg.interrupt = interrupt::arm();
     let label = &inputs[0];
     let meta = meta(label, kw);
     let result = prepare(inputs, kw, &cfg).and_then(|g| {
@@ -165,7 +170,9 @@ pub fn model(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
         output::model(label.name(), &meta, &fit, g.labels.classes.as_ref(), g.labels.y.len())
     });
     match result {
-        Err(e) if kw.on_error == "null" => output::null_model(label.name(), &meta, &status_of(&e)),
+        Err(e) if kw.on_error == "null" && !interrupt::is_interrupt(&e) => {
+            output::null_model(label.name(), &meta, &status_of(&e))
+        }
         other => other,
     }
 }
@@ -182,7 +189,8 @@ pub fn prediction_dtype(label: &DataType, classification: bool) -> DataType {
 /// `fit_rows`: per-row prediction, decision, dual and block gap of the group's fit.
 pub fn rows(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
-    let cfg = kw.params.check().map_err(param)?;
+    let mut cfg = kw.params.check().map_err(param)?;
+    cfg.interrupt = interrupt::arm();
     let label = &inputs[0];
     let classification = cfg.loss.is_classification() || cfg.loss.is_multiclass();
     let multiclass = cfg.loss.is_multiclass();
@@ -204,7 +212,7 @@ pub fn rows(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
         output::rows(label.name(), label.len(), &dtype, multiclass, fitted, g.kept.as_deref())
     });
     match result {
-        Err(_) if kw.on_error == "null" => {
+        Err(e) if kw.on_error == "null" && !interrupt::is_interrupt(&e) => {
             output::rows(label.name(), label.len(), &dtype, multiclass, None, None)
         }
         other => other,

@@ -10,6 +10,7 @@ mod crf;
 mod error;
 mod expressions;
 mod fit;
+mod interrupt;
 mod kwargs;
 mod output;
 mod predict;

@@ -120,6 +120,31 @@ impl Default for FitParams {
     }
 }
 
+/// A stop check asked after every epoch (the plugin passes its Ctrl-C flag). Any two compare
+/// equal: the check does not change the problem being solved.
+#[derive(Clone, Copy)]
+pub struct Interrupt(pub fn() -> bool);
+
+impl Interrupt {
+    /// Whether the fit should stop now.
+    #[inline]
+    pub fn requested(&self) -> bool {
+        (self.0)()
+    }
+}
+
+impl PartialEq for Interrupt {
+    fn eq(&self, _: &Self) -> bool {
+        true
+    }
+}
+
+impl std::fmt::Debug for Interrupt {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("Interrupt")
+    }
+}
+
 /// Checked parameters; only [`FitParams::check`] builds one.
 // The private `_checked` field (not `#[non_exhaustive]`) also keeps the rest of this crate from
 // building an unchecked config.
@@ -148,6 +173,10 @@ pub struct FitConfig {
     pub intercept_scaling: f64,
     /// Wall-clock budget.
     pub max_seconds: Option<f64>,
+    /// Asked after every epoch: `true` stops the fit with [`crate::solver::Status::Interrupted`]
+    /// (the plugin passes its SIGINT check, so Ctrl-C stops a long `collect()`). `None` after
+    /// `check`; the caller sets it.
+    pub interrupt: Option<Interrupt>,
     /// Epochs per inner call of the accelerated solver (`None`: inner gap target).
     pub inner_epochs: Option<u32>,
     _checked: (),
@@ -276,6 +305,7 @@ impl FitParams {
             seed: self.seed as u64,
             intercept_scaling: if self.fit_intercept { scaling } else { 0.0 },
             max_seconds: self.max_seconds,
+            interrupt: None,
             inner_epochs,
             _checked: (),
         })

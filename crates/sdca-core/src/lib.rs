@@ -16,7 +16,7 @@ pub mod loss;
 pub mod reg;
 pub mod solver;
 
-pub use config::{FitConfig, FitParams, SolverKind};
+pub use config::{FitConfig, FitParams, Interrupt, SolverKind};
 pub use data::{CsrView, DenseView, Rows};
 pub use error::{Result, SdcaError};
 pub use solver::{fit, fit_from, row_outputs, FitResult, Problem, RowOutputs, Status, Warm};

@@ -102,6 +102,10 @@ pub struct CrfConfig {
     pub max_memory: Option<u64>,
     /// Wall-clock budget in seconds.
     pub max_seconds: Option<f64>,
+    /// Asked after every epoch: `true` stops the fit with [`crate::solver::Status::Interrupted`]
+    /// (the plugin passes its SIGINT check, so Ctrl-C stops a long `collect()`). `None` after
+    /// `check`; the caller sets it.
+    pub interrupt: Option<crate::config::Interrupt>,
     /// Longest accepted sequence.
     pub max_sequence_length: Option<usize>,
     _checked: (),
@@ -190,6 +194,7 @@ impl CrfParams {
             seed,
             max_memory,
             max_seconds,
+            interrupt: None,
             max_sequence_length,
             _checked: (),
         })

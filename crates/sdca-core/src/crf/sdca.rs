@@ -575,6 +575,10 @@ fn drive<D: TokenRows>(
                 break;
             }
         }
+        if cfg.interrupt.is_some_and(|i| i.requested()) {
+            status = Status::Interrupted;
+            break;
+        }
         if cfg.max_seconds.is_some_and(|s| started.elapsed().as_secs_f64() >= s) {
             status = Status::MaxSeconds;
             break;

@@ -39,7 +39,7 @@ use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use crate::config::{FitConfig, Sampling, SolverKind};
+use crate::config::{FitConfig, Interrupt, Sampling, SolverKind};
 use crate::data::Rows;
 use crate::error::{Result, SdcaError};
 use crate::loss::{
@@ -57,6 +57,8 @@ pub enum Status {
     MaxEpochs,
     /// `max_seconds` ran out first.
     MaxSeconds,
+    /// The config's `interrupt` check asked to stop (Ctrl-C).
+    Interrupted,
 }
 
 impl Status {
@@ -66,6 +68,7 @@ impl Status {
             Self::Converged => "ok",
             Self::MaxEpochs => "max_epochs reached before tol",
             Self::MaxSeconds => "max_seconds reached before tol",
+            Self::Interrupted => "interrupted",
         }
     }
 }
@@ -291,23 +294,37 @@ pub(crate) trait Coordinate {
 }
 
 /// The fit-wide epoch and time budget, shared by every [`drive`] call of one fit.
+///
+/// An interrupt counts as running out of time (every solver already stops cleanly then);
+/// [`Clock::interrupted`] tells the two apart for the status.
 pub(crate) struct Clock {
     start: Instant,
     max_seconds: Option<f64>,
     max_epochs: u32,
+    interrupt: Option<Interrupt>,
+    /// Whether the interrupt check said stop.
+    pub interrupted: bool,
     /// Passes made so far.
     pub epochs: u32,
 }
 
 impl Clock {
     pub fn new(cfg: &FitConfig) -> Self {
-        Self { start: Instant::now(), max_seconds: cfg.max_seconds, max_epochs: cfg.max_epochs, epochs: 0 }
+        Self {
+            start: Instant::now(),
+            max_seconds: cfg.max_seconds,
+            max_epochs: cfg.max_epochs,
+            interrupt: cfg.interrupt,
+            interrupted: false,
+            epochs: 0,
+        }
     }
     pub fn remaining(&self) -> u32 {
         self.max_epochs.saturating_sub(self.epochs)
     }
-    pub fn out_of_time(&self) -> bool {
-        self.max_seconds.is_some_and(|s| self.start.elapsed().as_secs_f64() >= s)
+    pub fn out_of_time(&mut self) -> bool {
+        self.interrupted = self.interrupted || self.interrupt.is_some_and(|i| i.requested());
+        self.interrupted || self.max_seconds.is_some_and(|s| self.start.elapsed().as_secs_f64() >= s)
     }
 }
 
@@ -824,7 +841,7 @@ fn solve<D: Rows, L: BlockLoss>(
         n_outputs: k,
         certificate: out.certificate,
         epochs: clock.epochs,
-        status: out.status,
+        status: if clock.interrupted { Status::Interrupted } else { out.status },
         gap_trace: out.gap_trace,
         solver: out.solver,
         l2_used,

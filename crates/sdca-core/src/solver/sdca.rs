@@ -602,3 +602,34 @@ mod multiclass_tests {
         }
     }
 }
+
+#[cfg(test)]
+mod interrupt_tests {
+    use crate::config::{FitParams, Interrupt};
+    use crate::data::DenseView;
+    use crate::solver::testing::toy;
+    use crate::solver::{fit, Problem, Status};
+
+    /// An interrupt check that says stop ends the fit after its first epoch, with a certificate
+    /// for the model it returns, whatever the solver.
+    #[test]
+    fn an_interrupt_stops_after_one_epoch() {
+        let (x, y) = toy(80, 3, true, 1);
+        let view = DenseView::new(&x, 80, 3).unwrap();
+        for solver in ["sdca", "accelerated"] {
+            let params = FitParams {
+                loss: "smooth_hinge".into(),
+                l2: 1e-7,
+                tol: 1e-12,
+                solver: solver.into(),
+                max_epochs: 100_000,
+                ..Default::default()
+            };
+            let mut cfg = params.check().unwrap();
+            cfg.interrupt = Some(Interrupt(|| true));
+            let r = fit(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg).unwrap();
+            assert_eq!(r.status, Status::Interrupted, "{solver}");
+            assert!(r.epochs <= 2 && r.certificate.gap.is_finite(), "{solver}: {} epochs", r.epochs);
+        }
+    }
+}
