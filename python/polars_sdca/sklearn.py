@@ -1,0 +1,751 @@
+"""scikit-learn estimators backed by the SDCA plugin: :class:`SDCAClassifier`, :class:`SDCARegressor`.
+
+The estimators are thin adapters: ``X`` and ``y`` become a Polars frame, the fit is one
+:func:`polars_sdca.fit` query and the predictions come from :func:`polars_sdca.predict`, so they
+run on the same Rust core as the expression API and return the same models.
+
+Inputs
+    ``X`` as a numpy array (one ``Array(Float64, d)`` column, read without copying when
+    C-contiguous float64), a ``scipy.sparse`` matrix (one sparse ``List(Struct{index, value})``
+    column built from the CSR arrays) or a Polars DataFrame (its columns, which must all be
+    numeric, passed to the plugin as they are).
+
+Objective
+    The plugin's (DESIGN.md section 3), with the data term a weighted *mean* of the loss::
+
+        P(w, b) = sum_i s_i phi(x_i.w + b, y_i) / sum_i s_i + (l2/2)||(w, b')||^2 + l1 ||w||_1
+
+    ``s_i`` is ``sample_weight`` times the ``class_weight`` of the row's class; the weights are
+    rescaled to sum to the number of rows before they reach the plugin (as scikit-learn's
+    ``ElasticNet`` does), so an integer weight is the same as repeating the row, and a zero
+    weight the same as removing it. Without weights this is exactly ``polars_sdca.fit``.
+    ``C`` (when set) replaces ``l2`` by ``1 / (C sum_i s_i)``: then the problem is
+    scikit-learn's ``C sum_i s_i phi + ||w||^2 / 2`` (``LogisticRegression``, ``LinearSVC``;
+    ``Ridge(alpha=1/C)`` with ``loss="squared"``). As in liblinear, the intercept is a constant
+    feature ``intercept_scaling`` whose weight ``b'`` is regularized.
+
+Classes
+    Two classes: one binary fit with labels ``-1`` / ``+1`` (``classes_[1]`` is ``+1``). More
+    than two: one-vs-rest (liblinear's default), the ``k`` binary fits as ``k`` expressions of
+    one Polars query, except for the joint multiclass losses ``"multiclass_hinge"``
+    (Crammer-Singer), ``"multiclass_smooth_hinge"`` and ``"multinomial"`` (softmax), which are
+    one fit over all classes.
+    Regression losses in the classifier fit ``-1`` / ``+1`` targets, like ``RidgeClassifier``.
+"""
+
+from __future__ import annotations
+
+import numbers
+import warnings
+from typing import TYPE_CHECKING, Any, Literal
+
+import numpy as np
+import numpy.typing as npt
+import polars as pl
+import scipy.sparse as sp
+from sklearn.base import BaseEstimator, ClassifierMixin, RegressorMixin
+from sklearn.exceptions import ConvergenceWarning
+from sklearn.utils import check_random_state
+from sklearn.utils.class_weight import compute_class_weight
+from sklearn.utils.metaestimators import available_if
+from sklearn.utils.multiclass import check_classification_targets
+from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
+
+from polars_sdca.functions import fit, predict
+
+if TYPE_CHECKING:
+    from polars_sdca._typing import Loss, PredictKind, Sampling, Solver
+
+__all__ = ["SDCAClassifier", "SDCARegressor"]
+
+_FloatArray = npt.NDArray[np.float64]
+
+_REGRESSION_LOSSES = ("squared", "absolute", "epsilon_insensitive")
+"""Losses on a real-valued target; the classifier fits them to -1 / +1 targets."""
+_JOINT_LOSSES = ("multiclass_hinge", "multiclass_smooth_hinge", "multinomial")
+"""Multiclass losses fitted jointly over all classes (one model with ``k`` weight vectors)."""
+_CLASSIFICATION_LOSSES = ("hinge", "smooth_hinge", "squared_hinge", "logistic", *_JOINT_LOSSES)
+"""Losses on class labels, which the regressor refuses."""
+_PROBA_LOSSES = ("logistic", "multinomial")
+"""Losses that define class probabilities."""
+
+# Internal column names; they cannot clash with a user's feature names, which are only read.
+_X = "__sdca_X"
+_Y = "__sdca_y"
+_W = "__sdca_w"
+
+
+def _vector_column(X: _FloatArray) -> pl.Series:
+    """Dense rows as one ``Array(Float64, d)`` column (a view of ``X`` when C-contiguous)."""
+    return pl.Series(_X, np.ascontiguousarray(X, dtype=np.float64))
+
+
+def _sparse_column(X: Any) -> pl.Series:
+    """CSR rows as one ``List(Struct{index: UInt32, value: Float64})`` column.
+
+    The list offsets are ``indptr``: the entries are grouped by their (sorted) row number in
+    Polars, and rows without entries become empty lists.
+    """
+    X = sp.csr_array(X)
+    if not X.has_canonical_format:
+        X = X.copy()
+        X.sum_duplicates()
+    n = X.shape[0]
+    rows = pl.Series("row", np.repeat(np.arange(n, dtype=np.uint32), np.diff(X.indptr))).set_sorted()
+    entries = pl.DataFrame(
+        [rows, pl.Series("index", X.indices.astype(np.uint32)), pl.Series("value", X.data, pl.Float64)]
+    )
+    lists = entries.group_by("row", maintain_order=True).agg(pl.struct("index", "value").alias(_X))
+    if lists.height < n:
+        all_rows = pl.DataFrame({"row": np.arange(n, dtype=np.uint32)})
+        lists = all_rows.join(lists, on="row", how="left", maintain_order="left")
+        lists = lists.with_columns(pl.col(_X).fill_null(pl.lit([], dtype=lists.schema[_X])))
+    return lists[_X]
+
+
+def _seed(random_state: Any) -> int:
+    """The plugin's ``seed``: the integer itself, 0 for None, or a draw from a RandomState."""
+    if random_state is None:
+        return 0
+    if isinstance(random_state, numbers.Integral) and not isinstance(random_state, bool):
+        return int(random_state)
+    return int(check_random_state(random_state).randint(np.iinfo(np.int32).max))
+
+
+class _SDCAModel(BaseEstimator):  # type: ignore[misc]
+    """Shared fit and predict plumbing; subclasses set the label encoding."""
+
+    loss: Loss
+    l2: float
+    C: float | None
+    l1: float
+    smoothing: float
+    epsilon: float
+    solver: Solver
+    sampling: Sampling
+    tol: float
+    max_epochs: int
+    check_every: int
+    fit_intercept: bool
+    intercept_scaling: float
+    max_seconds: float | None
+    warm_start: bool
+    random_state: Any
+    models_: pl.DataFrame
+    n_features_in_: int
+    feature_names_in_: npt.NDArray[np.object_]
+
+    def __sklearn_tags__(self) -> Any:
+        tags = super().__sklearn_tags__()
+        tags.input_tags.sparse = True
+        return tags
+
+    # -- inputs --------------------------------------------------------------------------
+
+    def _features(self, X: Any, y: Any = None, *, reset: bool) -> tuple[pl.DataFrame, str | list[str], Any]:
+        """The feature frame, the ``features`` argument for the plugin, and the checked ``y``.
+
+        ``reset`` (fit): check ``X`` and ``y`` and record the width; else check ``X`` against it.
+        """
+        if isinstance(X, pl.DataFrame):
+            return self._frame_features(X, y, reset=reset)
+        if reset:
+            X, y = validate_data(self, X, y, accept_sparse="csr", dtype=np.float64, **self._y_checks())
+        else:
+            X = validate_data(self, X, accept_sparse="csr", dtype=np.float64, reset=False)
+        column = _sparse_column(X) if sp.issparse(X) else _vector_column(X)
+        return column.to_frame(), _X, y
+
+    def _frame_features(
+        self, X: pl.DataFrame, y: Any, *, reset: bool
+    ) -> tuple[pl.DataFrame, str | list[str], Any]:
+        if not reset and hasattr(self, "feature_names_in_"):
+            names = [str(c) for c in self.feature_names_in_]
+            missing = [c for c in names if c not in X.columns]
+            if missing:
+                msg = f"X is missing the feature column(s) {missing} the model was fitted with"
+                raise ValueError(msg)
+            X = X.select(names)
+        other = [c for c, t in X.schema.items() if not t.is_numeric()]
+        if other:
+            msg = (
+                f"column(s) {other} of X are not numeric; select the feature columns, "
+                "for example X.select(polars.selectors.numeric())"
+            )
+            raise TypeError(msg)
+        if X.width == 0 or X.height == 0:
+            msg = f"X has shape {X.shape}; at least one row and one feature column are needed"
+            raise ValueError(msg)
+        if reset:  # y first: validating y alone resets the feature names
+            y = validate_data(self, y=y.to_numpy() if isinstance(y, pl.Series) else y, **self._y_checks())
+            if len(y) != X.height:
+                msg = f"X has {X.height} rows but y has {len(y)} values"
+                raise ValueError(msg)
+            self.n_features_in_ = X.width
+            self.feature_names_in_ = np.asarray(X.columns, dtype=object)
+        elif X.width != self.n_features_in_:
+            msg = f"X has {X.width} features, but {type(self).__name__} is expecting {self.n_features_in_}"
+            raise ValueError(msg)
+        return X, X.columns, y
+
+    def _y_checks(self) -> dict[str, Any]:
+        return {}
+
+    def _weights(
+        self, sample_weight: Any, row_class_weight: _FloatArray | None, n: int
+    ) -> tuple[_FloatArray | None, float]:
+        """Row weights rescaled to sum to ``n`` (None when all are 1) and their original sum.
+
+        The sum sets ``l2`` from ``C``; see the module docs.
+        """
+        s = (
+            None
+            if sample_weight is None
+            else _check_sample_weight(sample_weight, np.empty((n, 0)), ensure_non_negative=True)
+        )
+        if row_class_weight is not None:
+            s = row_class_weight if s is None else s * row_class_weight
+        if s is None:
+            return None, float(n)
+        total = float(s.sum())
+        if not total > 0.0:
+            msg = "the sample weights (times class_weight) sum to zero; give some row a positive weight"
+            raise ValueError(msg)
+        return np.asarray(s * (n / total), dtype=np.float64), total
+
+    # -- fit -----------------------------------------------------------------------------
+
+    def _options(self, total_weight: float) -> dict[str, Any]:
+        """The plugin's fit options from the hyperparameters (values are checked in Rust)."""
+        if self.C is None:
+            l2 = self.l2
+        elif isinstance(self.C, numbers.Real) and self.C > 0:
+            l2 = 1.0 / (float(self.C) * total_weight)
+        else:
+            msg = f"C must be a positive number or None, got {self.C!r}"
+            raise ValueError(msg)
+        return {
+            "loss": self.loss,
+            "l2": l2,
+            "l1": self.l1,
+            "smoothing": self.smoothing,
+            "epsilon": self.epsilon,
+            "solver": self.solver,
+            "sampling": self.sampling,
+            "tol": self.tol,
+            "max_epochs": self.max_epochs,
+            "check_every": self.check_every,
+            "seed": _seed(self.random_state),
+            "fit_intercept": self.fit_intercept,
+            "intercept_scaling": self.intercept_scaling,
+            "max_seconds": self.max_seconds,
+        }
+
+    def _fit_models(
+        self,
+        frame: pl.DataFrame,
+        features: str | list[str],
+        labels: dict[str, pl.Series],
+        weights: tuple[_FloatArray | None, float],
+        warm: pl.Series | None,
+    ) -> pl.Series:
+        """One fit per label column, all in one query; returns their models, in order."""
+        options = self._options(weights[1])
+        if isinstance(features, str) and frame[features].dtype == pl.List:
+            options["n_features"] = self.n_features_in_
+        columns = [s.alias(name) for name, s in labels.items()]
+        if weights[0] is not None:
+            columns.append(pl.Series(_W, weights[0]))
+        data = frame.with_columns(columns)
+        exprs = [
+            fit(
+                name,
+                features,
+                weights=None if weights[0] is None else _W,
+                warm_start=None if warm is None else warm.slice(i, 1),
+                **options,
+            ).alias(name)
+            for i, name in enumerate(labels)
+        ]
+        row = data.select(exprs)
+        return pl.concat([row[name] for name in labels]).alias("model")
+
+    def _warn_unconverged(self, models: pl.DataFrame, what: str | None) -> None:
+        """A ConvergenceWarning naming the first fit (by its ``what`` column) that stopped early."""
+        late = models.filter(~pl.col("model").struct.field("converged"))
+        if late.height:
+            first = late.row(0, named=True)
+            m = first["model"]
+            where = "" if what is None else f" ({what} {first[what]!r})"
+            msg = (
+                f"{type(self).__name__}: {late.height} of {models.height} fit(s) stopped before the "
+                f"duality gap reached tol={self.tol}; first{where}: gap {m['gap']:.3g} after "
+                f"{m['epochs']} epochs ({m['status']}). Increase max_epochs (or max_seconds), "
+                "or loosen tol"
+            )
+            warnings.warn(msg, ConvergenceWarning, stacklevel=3)
+
+    def _usable_warm_start(self, n_models: int, same_classes: bool = True) -> pl.Series | None:
+        """The previous models when ``warm_start`` is on and they have this problem's shape:
+        as many models, of the new width, joint or not alike, for the same classes."""
+        if not self.warm_start or not hasattr(self, "models_"):
+            return None
+        models = self.models_["model"]
+        joint = models.struct.field("loss")[0] in _JOINT_LOSSES
+        if (
+            models.len() != n_models
+            or not (models.struct.field("n_features") == self.n_features_in_).all()
+            or joint != (self.loss in _JOINT_LOSSES)
+            or not same_classes
+        ):
+            return None
+        return models
+
+    # -- predict -------------------------------------------------------------------------
+
+    def _predict_frame(self, X: Any, kind: PredictKind) -> pl.DataFrame:
+        """``kind`` outputs of every fitted model for ``X``: one column per model."""
+        check_is_fitted(self, "models_")
+        frame, features, _ = self._features(X, reset=False)
+        models = self.models_["model"]
+        return frame.select(
+            predict(models.slice(i, 1), features, kind=kind).alias(str(i)) for i in range(models.len())
+        )
+
+
+class SDCAClassifier(ClassifierMixin, _SDCAModel):  # type: ignore[misc]
+    """Linear classifier trained by stochastic dual coordinate ascent in the Rust plugin.
+
+    Parameters
+    ----------
+    loss : str, default="logistic"
+        "logistic", "hinge", "smooth_hinge", "squared_hinge"; "multinomial",
+        "multiclass_hinge" or "multiclass_smooth_hinge" (one joint fit over all classes);
+        or a regression loss
+        ("squared", "absolute", "epsilon_insensitive") fitted to -1 / +1 targets.
+    l2 : float, default=1e-4
+        L2 strength lambda of the mean-loss objective (ignored when ``C`` is set).
+    C : float, optional
+        scikit-learn's inverse regularization: ``l2 = 1 / (C sum_i s_i)``.
+    l1 : float, default=0.0
+        L1 strength (elastic net by Prox-SDCA).
+    smoothing, epsilon : float, default=1.0, 0.1
+        Parameters of "smooth_hinge" and "epsilon_insensitive".
+    solver : {"auto", "sdca", "accelerated"}, default="auto"
+        Plugin solver (see :func:`polars_sdca.fit`).
+    sampling : {"permutation", "uniform"}, default="permutation"
+        Coordinate order.
+    tol : float, default=1e-6
+        Stop when the duality gap ``<= tol * primal``.
+    max_epochs, check_every : int, default=500, 1
+        Epoch cap and gap-check period.
+    fit_intercept : bool, default=True
+        Fit an intercept (a regularized constant feature, liblinear's treatment).
+    intercept_scaling : float, default=1.0
+        Value of the constant feature.
+    max_seconds : float, optional
+        Time budget per fit.
+    class_weight : dict, "balanced" or None, default=None
+        Weight of each class, multiplied into the sample weights (all one-vs-rest fits use
+        the same row weights). "balanced" gives class ``c`` the weight
+        ``n / (k * n_c)`` (with ``n_c`` the weighted count).
+    warm_start : bool, default=False
+        Start from the previous fit's models when the classes and width are unchanged.
+    random_state : int, RandomState or None, default=None
+        The plugin's ``seed``; None uses seed 0, so fits are reproducible (the optimum does
+        not depend on the seed, only the path to it).
+
+    Attributes
+    ----------
+    classes_ : ndarray of shape (k,)
+        Sorted class labels.
+    coef_ : ndarray of shape (1, d) for two classes, else (k, d)
+        Weights (two classes: of ``classes_[1]``; joint losses with two classes: the
+        difference of the two class vectors).
+    intercept_ : ndarray of shape (1,) or (k,)
+        Intercepts ``b = intercept_scaling * b'`` (zeros without ``fit_intercept``).
+    n_iter_ : ndarray of shape (n_fits,)
+        Epochs of each fit (one fit, or ``k`` for one-vs-rest).
+    duality_gap_ : ndarray of shape (n_fits,)
+        Certified duality gap ``P - D`` of each fit.
+    models_ : polars.DataFrame
+        One row per fit: ``class`` (the positive class of a binary or one-vs-rest fit as a
+        string, or ``"all"`` for a joint fit) and ``model`` (the plugin's model struct, with
+        ``gap_trace`` for :func:`polars_sdca.plot.convergence`).
+    n_features_in_ : int
+        Number of features.
+    feature_names_in_ : ndarray of shape (d,)
+        Feature column names, when fitted on a Polars DataFrame.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from polars_sdca.sklearn import SDCAClassifier
+    >>> X = np.array([[-2.0], [-1.0], [1.0], [2.0]])
+    >>> clf = SDCAClassifier(loss="logistic", l2=0.1).fit(X, ["no", "no", "yes", "yes"])
+    >>> clf.predict([[-3.0], [3.0]]).tolist()
+    ['no', 'yes']
+    >>> clf.predict_proba([[0.0]]).round(3).tolist()
+    [[0.5, 0.5]]
+    >>> bool(clf.duality_gap_[0] <= 1e-6 * clf.models_["model"].struct.field("primal")[0])
+    True
+    """
+
+    classes_: npt.NDArray[Any]
+    coef_: _FloatArray
+    intercept_: _FloatArray
+    n_iter_: npt.NDArray[np.int64]
+    duality_gap_: _FloatArray
+
+    def __init__(
+        self,
+        *,
+        loss: Loss = "logistic",
+        l2: float = 1e-4,
+        C: float | None = None,
+        l1: float = 0.0,
+        smoothing: float = 1.0,
+        epsilon: float = 0.1,
+        solver: Solver = "auto",
+        sampling: Sampling = "permutation",
+        tol: float = 1e-6,
+        max_epochs: int = 500,
+        check_every: int = 1,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        max_seconds: float | None = None,
+        class_weight: dict[Any, float] | Literal["balanced"] | None = None,
+        warm_start: bool = False,
+        random_state: Any = None,
+    ) -> None:
+        self.loss = loss
+        self.l2 = l2
+        self.C = C
+        self.l1 = l1
+        self.smoothing = smoothing
+        self.epsilon = epsilon
+        self.solver = solver
+        self.sampling = sampling
+        self.tol = tol
+        self.max_epochs = max_epochs
+        self.check_every = check_every
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.max_seconds = max_seconds
+        self.class_weight = class_weight
+        self.warm_start = warm_start
+        self.random_state = random_state
+
+    def _joint(self) -> bool:
+        """Whether the fitted model is one joint multiclass fit (read from the model, so that a
+        later ``set_params(loss=...)`` does not change how it predicts)."""
+        return bool(self.models_["model"].struct.field("loss")[0] in _JOINT_LOSSES)
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> SDCAClassifier:
+        """Fit the model(s) in one Polars query.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or polars.DataFrame of shape (n, d)
+            Features.
+        y : array-like of shape (n,)
+            Class labels (any type numpy can sort).
+        sample_weight : array-like of shape (n,), optional
+            Non-negative row weights.
+
+        Returns
+        -------
+        SDCAClassifier
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            Fewer than two classes with positive weight, bad shapes or weights, NaN / inf in
+            numpy input, or an invalid hyperparameter (from the plugin's validator).
+        polars.exceptions.ComputeError
+            Bad data found by the plugin (for example a NaN in a DataFrame column).
+        """
+        frame, features, y = self._features(X, y, reset=True)
+        check_classification_targets(y)
+        classes, codes = np.unique(y, return_inverse=True)
+        cw = None
+        if self.class_weight is not None:
+            per_class = compute_class_weight(
+                self.class_weight, classes=classes, y=y, sample_weight=sample_weight
+            )
+            cw = np.asarray(per_class, dtype=np.float64)[codes]
+        weights = self._weights(sample_weight, cw, len(codes))
+        present = classes if weights[0] is None else classes[np.bincount(codes, weights[0]) > 0]
+        if present.size < 2:
+            msg = (
+                f"{type(self).__name__} needs samples of at least two classes with positive "
+                f"weight; got one class ({present.tolist()})"
+            )
+            raise ValueError(msg)
+        if self.loss in _JOINT_LOSSES:
+            labels = {_Y: pl.Series(codes.astype(np.int64))}
+            names = ["all"]
+        elif classes.size == 2:
+            labels = {_Y: pl.Series(np.where(codes == 1, 1.0, -1.0))}
+            names = [str(classes[1])]
+        else:
+            labels = {f"{_Y}{c}": pl.Series(np.where(codes == c, 1.0, -1.0)) for c in range(classes.size)}
+            names = [str(c) for c in classes]
+        same_classes = hasattr(self, "classes_") and np.array_equal(self.classes_, classes)
+        warm = self._usable_warm_start(len(labels), same_classes)
+        models = self._fit_models(frame, features, labels, weights, warm)
+        self.classes_ = classes
+        self.models_ = pl.DataFrame([pl.Series("class", names), models])
+        self._set_coefficients(models)
+        self._warn_unconverged(self.models_, "class")
+        return self
+
+    def _set_coefficients(self, models: pl.Series) -> None:
+        coef = models.struct.field("coef")
+        intercept = models.struct.field("intercept")
+        if self._joint():
+            w = np.asarray(coef[0].to_list(), dtype=np.float64)
+            b = np.asarray(intercept[0].to_list(), dtype=np.float64)
+            if w.shape[0] == 2:
+                w, b = (w[1] - w[0])[None, :], b[1:] - b[:1]
+        else:
+            w = np.asarray(coef.to_list(), dtype=np.float64)
+            b = intercept.to_numpy().astype(np.float64)
+        self.coef_, self.intercept_ = w, b
+        self.n_iter_ = models.struct.field("epochs").to_numpy().astype(np.int64)
+        self.duality_gap_ = models.struct.field("gap").to_numpy().astype(np.float64)
+
+    def _scores(self, X: Any, kind: PredictKind) -> _FloatArray:
+        """Per-class scores ``(n, k)`` (joint, one-vs-rest) or ``(n, 1)`` (binary)."""
+        out = self._predict_frame(X, kind)
+        if self._joint():
+            k = len(self.classes_)
+            return out.to_series().list.to_array(k).to_numpy().astype(np.float64)
+        return out.to_numpy().astype(np.float64)
+
+    def decision_function(self, X: Any) -> _FloatArray:
+        """Signed scores: shape (n,) for two classes (positive: ``classes_[1]``), else (n, k).
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or polars.DataFrame of shape (n, d)
+            Features.
+
+        Returns
+        -------
+        ndarray
+            ``x.w + b`` per model.
+        """
+        scores = self._scores(X, "decision")
+        if scores.shape[1] == 2:
+            return scores[:, 1] - scores[:, 0]
+        return scores[:, 0] if scores.shape[1] == 1 else scores
+
+    def predict(self, X: Any) -> npt.NDArray[Any]:
+        """Predicted class labels.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or polars.DataFrame of shape (n, d)
+            Features.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            The class with the largest score (two classes: ``classes_[1]`` when the
+            decision is positive).
+        """
+        scores = self.decision_function(X)
+        index = (scores > 0).astype(np.intp) if scores.ndim == 1 else scores.argmax(axis=1)
+        return np.asarray(self.classes_[index])
+
+    def _has_proba(self) -> bool:
+        return self.loss in _PROBA_LOSSES
+
+    @available_if(_has_proba)  # type: ignore[untyped-decorator]
+    def predict_proba(self, X: Any) -> _FloatArray:
+        """Class probabilities (losses "logistic" and "multinomial" only).
+
+        "logistic": the sigmoid of the decision; with more than two classes the one-vs-rest
+        probabilities are normalized to sum to one (``LogisticRegression(multi_class="ovr")``).
+        "multinomial": the softmax of the class scores.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or polars.DataFrame of shape (n, d)
+            Features.
+
+        Returns
+        -------
+        ndarray of shape (n, k)
+            Probabilities in ``classes_`` order.
+        """
+        p = self._scores(X, "proba")
+        if p.shape[1] == 1:
+            return np.hstack([1.0 - p, p])
+        return p if self._joint() else p / p.sum(axis=1, keepdims=True)
+
+    @available_if(_has_proba)  # type: ignore[untyped-decorator]
+    def predict_log_proba(self, X: Any) -> _FloatArray:
+        """Logarithm of :meth:`predict_proba`.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or polars.DataFrame of shape (n, d)
+            Features.
+
+        Returns
+        -------
+        ndarray of shape (n, k)
+            Log-probabilities in ``classes_`` order.
+        """
+        p: _FloatArray = self.predict_proba(X)
+        with np.errstate(divide="ignore"):
+            return np.log(p)
+
+
+class SDCARegressor(RegressorMixin, _SDCAModel):  # type: ignore[misc]
+    """Linear regression trained by stochastic dual coordinate ascent in the Rust plugin.
+
+    Parameters
+    ----------
+    loss : {"squared", "absolute", "epsilon_insensitive"}, default="squared"
+        ``(a - y)^2 / 2``, ``|a - y|`` or ``max(0, |a - y| - epsilon)``.
+    l2, C, l1, smoothing, epsilon, solver, sampling, tol, max_epochs, check_every, \
+fit_intercept, intercept_scaling, max_seconds, warm_start, random_state
+        As for :class:`SDCAClassifier`. With ``loss="squared"``, ``C`` gives
+        ``Ridge(alpha=1/C)`` (``l2 = alpha / n``) up to the regularized intercept.
+
+    Attributes
+    ----------
+    coef_ : ndarray of shape (d,)
+        Weights.
+    intercept_ : float
+        Intercept (0.0 without ``fit_intercept``).
+    n_iter_ : int
+        Epochs run.
+    duality_gap_ : float
+        Certified duality gap ``P - D``.
+    models_ : polars.DataFrame
+        One row, column ``model``: the plugin's model struct.
+    n_features_in_ : int
+        Number of features.
+    feature_names_in_ : ndarray of shape (d,)
+        Feature column names, when fitted on a Polars DataFrame.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> from polars_sdca.sklearn import SDCARegressor
+    >>> X = pl.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})
+    >>> reg = SDCARegressor(l2=1e-4, tol=1e-10, max_epochs=2000).fit(X, [1.0, 3.0, 5.0, 7.0])
+    >>> reg.coef_.round(2).tolist(), round(reg.intercept_, 2)
+    ([2.0, 0.0], 1.0)
+    >>> reg.predict(pl.DataFrame({"a": [10.0], "b": [0.0]})).round(2).tolist()
+    [21.0]
+    """
+
+    coef_: _FloatArray
+    intercept_: float
+    n_iter_: int
+    duality_gap_: float
+
+    def __init__(
+        self,
+        *,
+        loss: Loss = "squared",
+        l2: float = 1e-4,
+        C: float | None = None,
+        l1: float = 0.0,
+        smoothing: float = 1.0,
+        epsilon: float = 0.1,
+        solver: Solver = "auto",
+        sampling: Sampling = "permutation",
+        tol: float = 1e-6,
+        max_epochs: int = 500,
+        check_every: int = 1,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        max_seconds: float | None = None,
+        warm_start: bool = False,
+        random_state: Any = None,
+    ) -> None:
+        self.loss = loss
+        self.l2 = l2
+        self.C = C
+        self.l1 = l1
+        self.smoothing = smoothing
+        self.epsilon = epsilon
+        self.solver = solver
+        self.sampling = sampling
+        self.tol = tol
+        self.max_epochs = max_epochs
+        self.check_every = check_every
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.max_seconds = max_seconds
+        self.warm_start = warm_start
+        self.random_state = random_state
+
+    def _y_checks(self) -> dict[str, Any]:
+        return {"y_numeric": True}
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> SDCARegressor:
+        """Fit the model.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or polars.DataFrame of shape (n, d)
+            Features.
+        y : array-like of shape (n,)
+            Real targets.
+        sample_weight : array-like of shape (n,), optional
+            Non-negative row weights.
+
+        Returns
+        -------
+        SDCARegressor
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            A classification loss, bad shapes or weights, NaN / inf in numpy input, or an
+            invalid hyperparameter (from the plugin's validator).
+        polars.exceptions.ComputeError
+            Bad data found by the plugin (for example a NaN in a DataFrame column).
+        """
+        if self.loss in _CLASSIFICATION_LOSSES:
+            msg = (
+                f"loss {self.loss!r} is a classification loss; use SDCAClassifier, or one of "
+                f"{', '.join(_REGRESSION_LOSSES)}"
+            )
+            raise ValueError(msg)
+        frame, features, y = self._features(X, y, reset=True)
+        weights = self._weights(sample_weight, None, len(y))
+        warm = self._usable_warm_start(1)
+        models = self._fit_models(frame, features, {_Y: pl.Series(y, dtype=pl.Float64)}, weights, warm)
+        self.models_ = models.to_frame()
+        model = models[0]
+        self.coef_ = np.asarray(model["coef"], dtype=np.float64)
+        self.intercept_ = float(model["intercept"])
+        self.n_iter_ = int(model["epochs"])
+        self.duality_gap_ = float(model["gap"])
+        self._warn_unconverged(self.models_, None)
+        return self
+
+    def predict(self, X: Any) -> _FloatArray:
+        """Predicted targets ``x.w + b``.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or polars.DataFrame of shape (n, d)
+            Features.
+
+        Returns
+        -------
+        ndarray of shape (n,)
+            Predictions.
+        """
+        return self._predict_frame(X, "decision").to_series().to_numpy().astype(np.float64)
