@@ -81,6 +81,15 @@ impl Params {
 }
 
 /// `sum_j (a_j - b_j)^2`.
+/// The best certified point of a run so far.
+struct Best {
+    w: Vec<f64>,
+    alpha: Vec<f64>,
+    certificate: Certificate,
+    /// Its bound on the solved problem's suboptimality.
+    bound: f64,
+}
+
 fn dist_sq(a: &[f64], b: &[f64]) -> f64 {
     a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
 }
@@ -130,6 +139,7 @@ pub(crate) fn run<D: Rows, L: BlockLoss, R: Reg>(
     let mut y_prev = w_start;
     let mut gap_trace = Vec::new();
     let mut last: Option<(Certificate, f64)> = None;
+    let mut best: Option<Best> = None;
     let mut since_check = 0u32;
     let mut outer = 0u32;
     let mut status = Status::MaxEpochs;
@@ -186,6 +196,11 @@ pub(crate) fn run<D: Rows, L: BlockLoss, R: Reg>(
                 status = Status::Converged;
                 break;
             }
+            // The certified gap is not monotone over outer iterations: keep the best point
+            // in case the budget ends the run first.
+            if best.as_ref().is_none_or(|b: &Best| c.gap < b.certificate.gap) {
+                best = Some(Best { w: w_t.clone(), alpha: state.alpha.clone(), certificate: c, bound });
+            }
         }
         if run.end == End::Seconds {
             status = Status::MaxSeconds;
@@ -201,6 +216,14 @@ pub(crate) fn run<D: Rows, L: BlockLoss, R: Reg>(
             *z = acc.kappa * nf * *y;
         }
         state.set_shift(&shift);
+    }
+    if let (Some(b), Some((c, _))) = (best, last) {
+        if status != Status::Converged && b.certificate.gap < c.gap {
+            gap_trace.push(b.certificate.gap);
+            state.w = b.w;
+            state.alpha = b.alpha;
+            last = Some((b.certificate, b.bound));
+        }
     }
     let (certificate, solved_gap) = last.unwrap_or_else(|| {
         // No pass could run: certify the start (its gap as the bound).
@@ -320,5 +343,31 @@ mod tests {
     #[test]
     fn squared_reaches_the_plain_optimum_in_fewer_epochs() {
         reaches_the_plain_optimum_in_fewer_epochs("squared");
+    }
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::super::testing::toy;
+    use crate::config::FitParams;
+    use crate::data::DenseView;
+    use crate::solver::{fit, Problem, Status};
+
+    /// Stopped by `max_epochs`, an accelerated fit returns the better certified of its iterate
+    /// and `w(alpha)` of its inner duals (the latter can be far worse at small `l2`).
+    #[test]
+    fn a_budget_stop_keeps_the_better_certified_model() {
+        let (x, y) = toy(400, 4, true, 3);
+        let view = DenseView::new(&x, 400, 4).unwrap();
+        let base = FitParams { loss: "smooth_hinge".into(), l2: 1e-7, tol: 1e-12, ..Default::default() };
+        let cfg = FitParams { solver: "accelerated".into(), max_epochs: 40, ..base.clone() }.check().unwrap();
+        let r = fit(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg).unwrap();
+        let c = r.certificate;
+        assert_eq!((r.status, r.solver), (Status::MaxEpochs, "accelerated"));
+        assert_eq!(r.gap_trace.last(), Some(&c.gap));
+        assert!((c.primal - c.dual - c.gap).abs() <= 1e-12 * c.primal.max(1.0));
+        // No earlier certified point of this fit was better than the one returned.
+        let best = r.gap_trace.iter().copied().fold(f64::INFINITY, f64::min);
+        assert!(c.gap <= 1.5 * best + 1e-15, "returned {} but {best} was certified", c.gap);
     }
 }

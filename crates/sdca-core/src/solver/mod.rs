@@ -870,6 +870,9 @@ fn certify_plain<D: Rows, L: BlockLoss>(
     clock: &mut Clock,
     rng: &mut Xoshiro256PlusPlus,
 ) -> Outcome {
+    // Kept in case the budget runs out first: the accelerated iterate may then be far better
+    // than `w(alpha)` of its inner duals.
+    let (acc_w, acc_alpha) = (acc.w.clone(), acc.alpha.clone());
     let start = Start { w: acc.w, alpha: acc.alpha };
     let plain = if cfg.l1 > 0.0 {
         sdca::run(
@@ -897,7 +900,14 @@ fn certify_plain<D: Rows, L: BlockLoss>(
     } else {
         plain.status
     };
-    Outcome { gap_trace, status, solver: acc.solver, outer_iterations: acc.outer_iterations, ..plain }
+    let (solver, outer_iterations) = (acc.solver, acc.outer_iterations);
+    if status != Status::Converged && acc.certificate.gap < plain.certificate.gap {
+        // Stopped by the budget with the accelerated iterate certified better: return it (its
+        // row gaps then average to the last inner problem's gap, see `FitResult`).
+        gap_trace.push(acc.certificate.gap);
+        return Outcome { w: acc_w, alpha: acc_alpha, gap_trace, status, ..acc };
+    }
+    Outcome { gap_trace, status, solver, outer_iterations, ..plain }
 }
 
 /// Per-row decision values and weighted block gaps of a fitted model on its training rows.
