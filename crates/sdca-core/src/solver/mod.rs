@@ -46,7 +46,7 @@ use crate::loss::{
     Absolute, BlockLoss, EpsilonInsensitive, Hinge, Logistic, LossKind, MulticlassHinge, Multinomial,
     SmoothHinge, Squared, SquaredHinge,
 };
-use crate::reg::{ElasticNet, L2};
+use crate::reg::{soft_threshold, ElasticNet, L2};
 
 /// Why a fit stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -806,7 +806,11 @@ fn solve<D: Rows, L: BlockLoss>(
     };
     let mut judge =
         Judge { problem, loss, tol: cfg.tol, l2_used, l1: cfg.l1, bias, lasso, scratch: Vec::new() };
-    let start = Start::new(problem, loss, bias, &row_sq, w);
+    let warm = w.iter().any(|&v| v != 0.0);
+    let mut start = Start::new(problem, loss, bias, &row_sq, w);
+    if warm {
+        scale_to_best_dual(problem, loss, &mut start.alpha, &row_sq, l2_used, cfg.l1, bias);
+    }
     let mut clock = Clock::new(cfg);
     let gamma = loss.smoothness();
     let out = if use_accelerated(cfg.solver, gamma, r2, l2_used, n) {
@@ -848,6 +852,75 @@ fn solve<D: Rows, L: BlockLoss>(
         solved_gap: out.solved_gap,
         outer_iterations: out.outer_iterations,
     })
+}
+
+/// Scales the warm-start duals of the rows that move `w` by the `c in [0, 1]` maximising the
+/// dual `D(c alpha)` of the problem solved (`l2`, `l1`).
+///
+/// The previous model's duals are feasible for the new problem, but after a change of `l1` or
+/// `l2` the link map sends them to a far larger `w`: measured on 50,000 CoNLL tokens (logistic,
+/// `l2 = 1e-6`, one step along an `l1` path), `D(alpha)` was 250 below the optimum where the
+/// cold start `D(0)` is 0.42 below and the best `c` (about 0.5) 0.027 below. `D(c alpha)` is
+/// concave in `c` (a concave function along a segment of the feasible set), so a golden-section
+/// search finds the best scaling; the endpoints keep the cold start and the unscaled duals in
+/// the running. Rows that cannot move `w` keep their exact duals. O(nnz) once, then
+/// O(n k + d k) per evaluation.
+fn scale_to_best_dual<D: Rows, L: BlockLoss>(
+    problem: &Problem<'_, D>,
+    loss: L,
+    alpha: &mut [f64],
+    row_sq: &[f64],
+    l2: f64,
+    l1: f64,
+    bias: f64,
+) {
+    let (x, n, d, k) = (problem.x, problem.n(), problem.x.n_cols(), loss.k());
+    let movable = |i: usize| problem.weight(i) > 0.0 && row_sq[i] > 0.0;
+    let mut v = vec![0.0; (d + 1) * k];
+    let mut sa = vec![0.0; k];
+    for i in (0..n).filter(|&i| movable(i)) {
+        for (t, &a) in sa.iter_mut().zip(&alpha[i * k..(i + 1) * k]) {
+            *t = problem.weight(i) * a;
+        }
+        x.axpy_block(i, &sa, &mut v);
+        for (vc, &t) in v[d * k..].iter_mut().zip(&sa) {
+            *vc += bias * t;
+        }
+    }
+    let (scale, t, dk) = (1.0 / (l2 * n as f64), l1 / l2, d * k);
+    let mut dual = |c: f64| {
+        let mut conj = 0.0;
+        for i in (0..n).filter(|&i| movable(i)) {
+            for (b, &a) in sa.iter_mut().zip(&alpha[i * k..(i + 1) * k]) {
+                *b = c * a;
+            }
+            conj += problem.weight(i) * loss.conj_neg(&sa, problem.y[i]);
+        }
+        let feats: f64 = v[..dk].iter().map(|vj| soft_threshold(c * vj * scale, t).powi(2)).sum();
+        let icept: f64 = v[dk..].iter().map(|vj| (c * vj * scale).powi(2)).sum();
+        -conj / n as f64 - 0.5 * l2 * (feats + icept)
+    };
+    let ratio = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut lo, mut hi) = (0.0f64, 1.0f64);
+    for _ in 0..40 {
+        let (m1, m2) = (hi - ratio * (hi - lo), lo + ratio * (hi - lo));
+        if dual(m1) < dual(m2) {
+            lo = m1;
+        } else {
+            hi = m2;
+        }
+    }
+    let best = [0.5 * (lo + hi), 0.0, 1.0]
+        .into_iter()
+        .map(|c| (c, dual(c)))
+        .filter(|(_, value)| value.is_finite())
+        .fold((1.0, f64::NEG_INFINITY), |b, cv| if cv.1 > b.1 { cv } else { b });
+    let c = best.0;
+    if c != 1.0 {
+        for i in (0..n).filter(|&i| movable(i)) {
+            alpha[i * k..(i + 1) * k].iter_mut().for_each(|a| *a *= c);
+        }
+    }
 }
 
 /// Re-certifies an accelerated solution on the original problem with plain SDCA from its duals.
