@@ -151,6 +151,12 @@ pub enum SdcaError {
         /// The configured cap.
         limit: u64,
     },
+    /// A fit left the range of `f64`: a model or certificate value came out NaN or infinite.
+    #[error("the fit overflowed: its {what} is not finite; the problem is scaled beyond f64 (values near 1e150, or a tiny l2 against large data): rescale the features, labels or warm start, or raise l2")]
+    NonFiniteResult {
+        /// Which output: `coef`, `intercept`, `dual variables` or `certificate`.
+        what: &'static str,
+    },
     /// The allocator refused the dual storage.
     #[error("could not allocate {bytes} bytes for the crf dual variables; fit fewer sequences per group, use fewer labels, or set max_memory to fail early")]
     AllocationFailed {

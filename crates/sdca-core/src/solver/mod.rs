@@ -664,7 +664,7 @@ pub fn fit<D: Rows>(problem: &Problem<'_, D>, cfg: &FitConfig) -> Result<FitResu
 /// Returns the model, its duals and a certificate for the original problem; errata in
 /// `papers/notes/prox-sdca.md` section 9 and `papers/notes/accelerated-prox-sdca.md` section 6.
 /// Errors: a warm model of the wrong width or with non-finite values; a Lasso problem whose
-/// intercept cannot be bounded.
+/// intercept cannot be bounded; a fit that overflowed `f64` ([`SdcaError::NonFiniteResult`]).
 pub fn fit_from<D: Rows>(
     problem: &Problem<'_, D>,
     cfg: &FitConfig,
@@ -692,7 +692,20 @@ pub fn fit_from<D: Rows>(
         }
     };
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);
-    with_loss!(cfg.loss, |loss| solve(problem, loss, cfg, w, &mut rng))
+    let fit = with_loss!(cfg.loss, |loss| solve(problem, loss, cfg, w, &mut rng))?;
+    // Valid but extreme input (values near 1e150, a tiny l2 against large data) can overflow
+    // inside the solver; NaN or infinity in a model is garbage, so it is an error instead.
+    let c = &fit.certificate;
+    let outputs: [(&'static str, &[f64]); 4] = [
+        ("coef", &fit.coef),
+        ("intercept", &[fit.intercept]),
+        ("dual variables", &fit.alpha),
+        ("certificate", &[c.primal, c.dual, c.gap, fit.solved_gap]),
+    ];
+    match outputs.iter().find(|(_, v)| v.iter().any(|x| !x.is_finite())) {
+        Some(&(what, _)) => Err(SdcaError::NonFiniteResult { what }),
+        None => Ok(fit),
+    }
 }
 
 /// The problem actually solved, the solver, and the run.
@@ -1105,6 +1118,39 @@ mod tests {
         let nan = Warm { coef: &[1.0, f64::NAN, 0.0], intercept: 0.0 };
         let err = fit_from(&p, &cfg, Some(&nan)).unwrap_err();
         assert!(matches!(err, SdcaError::InvalidParameter { name: "warm_start", .. }), "{err}");
+    }
+
+    /// Found by the `fit` fuzz target: valid but extreme input overflows inside the solver, and
+    /// the fit says so with an error instead of returning NaN or infinity (or panicking).
+    #[test]
+    fn overflowing_fits_are_errors() {
+        let (n, d) = (19, 1);
+        let x = vec![0.0; n * d];
+        let view = DenseView::new(&x, n, d).unwrap();
+        // A warm intercept of -1e150 at l2 = 1e-150: the duals' model overflows.
+        let y = vec![0.0; n];
+        let p = FitParams {
+            solver: "accelerated".into(),
+            intercept_scaling: 7.8,
+            tol: 1e-150,
+            max_epochs: 15,
+            ..params("squared", 1e-150, 1e-150)
+        };
+        let cfg = p.check().unwrap();
+        let warm = Warm { coef: &[0.0], intercept: -1e150 };
+        let err = fit_from(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg, Some(&warm)).unwrap_err();
+        assert!(matches!(err, SdcaError::NonFiniteResult { .. }), "{err}");
+        // The Lasso with a 1e150 intercept feature: q = inf in the logistic dual step.
+        let y: Vec<f64> = (0..n).map(|i| if i % 3 == 0 { 1.0 } else { -1.0 }).collect();
+        let p = FitParams {
+            intercept_scaling: 1e150,
+            tol: 1e-150,
+            max_epochs: 60,
+            ..params("logistic", 0.0, 1e-150)
+        };
+        let cfg = p.check().unwrap();
+        let r = fit(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg);
+        assert!(matches!(r, Err(SdcaError::NonFiniteResult { .. })), "{r:?}");
     }
 
     /// The intercept is penalised by `l2` only: with an `l1` that zeroes every feature, the
