@@ -437,11 +437,27 @@ impl<D: Rows, L: Loss> Judge<'_, '_, D, L> {
         let Some(radius_sq) = self.lasso else {
             return Certificate { primal, dual: primal - bound, gap: bound };
         };
+        // The Lasso objective from scratch, not `P_s - (l2_used/2)||w||^2`: far from the optimum
+        // (a warm start) that L2 term can dwarf `P_0`, and the difference cancel to noise.
+        let primal = self.lasso_primal(w);
         let half_sq = 0.5 * self.l2_used * w.iter().map(|v| v * v).sum::<f64>();
-        let primal = primal - half_sq;
-        let reduction = bound + 0.5 * self.l2_used * radius_sq - half_sq;
+        let reach = 0.5 * self.l2_used * radius_sq;
+        // The same cancellation can hit the reduction's bound: add its rounding error.
+        let reduction = bound + reach - half_sq + 4.0 * f64::EPSILON * (bound + reach + half_sq);
         let gap = reduction.min(primal - self.lasso_dual(alpha)).max(0.0);
         Certificate { primal, dual: primal - gap, gap }
+    }
+
+    /// `P_0(w) = (1/n) sum_i s_i phi(x_i . w + b) + l1 ||w||_1`, the original (`l2 = 0`)
+    /// objective; one pass over the rows.
+    fn lasso_primal(&self, w: &[f64]) -> f64 {
+        let p = self.problem;
+        let (x, d) = (p.x, p.x.n_cols());
+        let loss: f64 = (0..p.n())
+            .filter(|&i| p.weight(i) > 0.0)
+            .map(|i| p.weight(i) * self.loss.value(x.dot(i, w) + self.bias * w[d], p.y[i]))
+            .sum();
+        loss / p.n() as f64 + self.l1 * w[..d].iter().map(|v| v.abs()).sum::<f64>()
     }
 
     /// Whether a certificate meets `tol`.
@@ -1151,6 +1167,26 @@ mod tests {
         let cfg = p.check().unwrap();
         let r = fit(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg);
         assert!(matches!(r, Err(SdcaError::NonFiniteResult { .. })), "{r:?}");
+    }
+
+    /// Found by the `fit` fuzz target: a Lasso fit warm-started 1e150 away from its optimum
+    /// (`w = 0`, `P* = 0`). The original primal was `P_s - (l2_used/2)||w||^2`, which cancelled
+    /// to 0 against a `1e299` L2 term, and so could the reduction's bound: the certificate said
+    /// `P = 0`, and could have said converged. Its primal is now the Lasso objective at the
+    /// model, and its gap at least `P - P*`.
+    #[test]
+    fn lasso_certificate_survives_a_dominant_l2_term() {
+        let (n, d, l1, c) = (2, 1, 6.2, 6.2);
+        let (x, y) = (vec![0.0; n * d], vec![0.0; n]);
+        let view = DenseView::new(&x, n, d).unwrap();
+        let p = FitParams { intercept_scaling: c, tol: 1.0, max_epochs: 15, ..params("squared", 0.0, l1) };
+        let cfg = p.check().unwrap();
+        let warm = Warm { coef: &[1e150], intercept: 0.0 };
+        let r = fit_from(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg, Some(&warm)).unwrap();
+        let (b, cert) = (r.intercept, r.certificate);
+        let p_model = l1 * r.coef[0].abs() + b * b / 2.0;
+        assert!((cert.primal - p_model).abs() <= 1e-12 * p_model, "{r:?}: P(model) = {p_model}");
+        assert!(cert.gap >= cert.primal, "{r:?}: the optimum is 0");
     }
 
     /// The intercept is penalised by `l2` only: with an `l1` that zeroes every feature, the
