@@ -743,7 +743,8 @@ fn solve<D: Rows, L: Loss>(
         let radius_sq = lasso_radius_sq(problem, loss, p0, cfg.l1, bias)?;
         // eps = tol P(0), lambda = eps / B^2; P(0) = 0 means w = 0 is optimal and any lambda works.
         let l2 = if p0 > 0.0 && radius_sq > 0.0 { cfg.tol * p0 / radius_sq } else { cfg.tol };
-        (l2.max(1e-300), Some(radius_sq))
+        // Any finite lambda keeps the reduction's bound valid; `tol P(0)` can overflow.
+        (l2.clamp(1e-300, 1e300), Some(radius_sq))
     };
     let mut judge =
         Judge { problem, loss, tol: cfg.tol, l2_used, l1: cfg.l1, bias, lasso, scratch: Vec::new() };
@@ -1187,6 +1188,18 @@ mod tests {
         let p_model = l1 * r.coef[0].abs() + b * b / 2.0;
         assert!((cert.primal - p_model).abs() <= 1e-12 * p_model, "{r:?}: P(model) = {p_model}");
         assert!(cert.gap >= cert.primal, "{r:?}: the optimum is 0");
+    }
+
+    /// Found by the `fit` fuzz target: `tol P(0)` overflowed (`tol = 1e150`, labels `1e150`) and
+    /// the Lasso reduction reported `l2_used = inf`.
+    #[test]
+    fn lasso_l2_used_stays_finite() {
+        let view = DenseView::new(&[6.0], 1, 1).unwrap();
+        let p =
+            FitParams { fit_intercept: false, tol: 1e150, max_epochs: 5, ..params("squared", 0.0, 1e150) };
+        let cfg = p.check().unwrap();
+        let r = fit(&Problem::new(&view, &[1e150], None, cfg.loss).unwrap(), &cfg).unwrap();
+        assert!(r.l2_used.is_finite(), "{r:?}");
     }
 
     /// The intercept is penalised by `l2` only: with an `l1` that zeroes every feature, the
