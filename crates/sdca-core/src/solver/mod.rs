@@ -1202,6 +1202,45 @@ mod tests {
         assert!(r.l2_used.is_finite(), "{r:?}");
     }
 
+    /// Found by the `fit` fuzz target: at the Lasso's floor `l2_used = 1e-300` the dual sum of
+    /// the accelerated solver's certificate overflowed against an infinite threshold
+    /// `l1 / l2_used` and was dropped, and the fit certified a gap of 0.05 on an objective of
+    /// 2.4e299 whose model was 1.7e296 above the optimum. Identical columns reduce the problem
+    /// to one variable `c = w_j` with a closed-form optimum.
+    #[test]
+    fn lasso_certificate_survives_an_overflowed_dual() {
+        let (n, d, l1) = (37, 4, 1e150);
+        let x = vec![-4.0; n * d];
+        let y: Vec<f64> = (0..n).map(|i| if i % 3 == 0 { -1.0 } else { -1e150 }).collect();
+        let view = DenseView::new(&x, n, d).unwrap();
+        let p = FitParams {
+            solver: "accelerated".into(),
+            sampling: "uniform".into(),
+            fit_intercept: false,
+            tol: 5.9e-322,
+            max_epochs: 25,
+            check_every: 7,
+            seed: 13364,
+            ..params("squared", 0.0, l1)
+        };
+        let cfg = p.check().unwrap();
+        let r = fit(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg);
+        // P(c) = mean((16 c + y)^2) / 2 + 4 l1 |c|, minimised at 256 c = -16 mean(y) - 4 l1.
+        let ybar = y.iter().sum::<f64>() / n as f64;
+        let objective = |c: f64| {
+            y.iter().map(|v| (16.0 * c + v).powi(2)).sum::<f64>() / (2.0 * n as f64) + 4.0 * l1 * c.abs()
+        };
+        let best = objective((-16.0 * ybar - 4.0 * l1) / 256.0);
+        // Either an honest certificate or the overflow error (what this fit gives now).
+        match r {
+            Ok(r) => {
+                let c = r.certificate;
+                assert!(c.primal - best <= c.gap + 1e-12 * c.primal, "{r:?}: P* = {best}");
+            }
+            Err(e) => assert!(matches!(e, SdcaError::NonFiniteResult { .. }), "{e}"),
+        }
+    }
+
     /// The intercept is penalised by `l2` only: with an `l1` that zeroes every feature, the
     /// squared loss's intercept is the minimiser of `(1/2n) sum (b - y_i)^2 + (l2/2) b^2`, for
     /// both solvers and for the Lasso (where it is unpenalised).

@@ -190,7 +190,14 @@ impl<'p, 'a, D: Rows, L: Loss, R: Reg> State<'p, 'a, D, L, R> {
         let t = self.l1 / l2;
         let raw = |j: usize| self.v[j] - self.shift.get(j).copied().unwrap_or(0.0);
         let feats: f64 = (0..d).map(|j| soft_threshold(raw(j) * scale, t).powi(2)).sum();
-        feats + (raw(d) * scale).powi(2)
+        let sq = feats + (raw(d) * scale).powi(2);
+        // NaN: the dual sum overflowed at this tiny `l2`; the conjugate term is unbounded, so
+        // the dual is -inf and certifies nothing (a NaN would be clamped to a zero gap).
+        if sq.is_nan() {
+            f64::INFINITY
+        } else {
+            sq
+        }
     }
 }
 
