@@ -1241,6 +1241,35 @@ mod tests {
         }
     }
 
+    /// Found by the `fit` fuzz target: the accelerated solver took the unshifted dual sum as
+    /// `v - shift`, where the shift `kappa n y ~ 1` dwarfs the sum `~1e-16`; at the Lasso's
+    /// `l2_used ~ 2e-29` the difference's rounding made the solved problem's gap 0.00103
+    /// against a true `P - D` of 0.00032. One row, so `P` and `D` are written out here.
+    #[test]
+    fn accelerated_lasso_gap_is_the_duality_gap() {
+        let (x, y, l1) = (1e-204, 1.0, 1.0);
+        let data = [x];
+        let view = DenseView::new(&data, 1, 1).unwrap();
+        let p = FitParams {
+            solver: "accelerated".into(),
+            tol: 2.04e-28,
+            max_epochs: 40,
+            check_every: 3,
+            inner_epochs: Some(3),
+            seed: 64816,
+            ..params("squared", 0.0, l1)
+        };
+        let cfg = p.check().unwrap();
+        let r = fit(&Problem::new(&view, &[y], None, cfg.loss).unwrap(), &cfg).unwrap();
+        let (l2, a, w, b) = (r.l2_used, r.alpha[0], r.coef[0], r.intercept);
+        let primal = 0.5 * (x * w + b - y).powi(2) + 0.5 * l2 * (w * w + b * b) + l1 * w.abs();
+        let (w_dual, b_dual) = (crate::reg::soft_threshold(a * x / l2, l1 / l2), a / l2);
+        let dual = -(0.5 * a * a - a * y) - 0.5 * l2 * (w_dual * w_dual + b_dual * b_dual);
+        let gap = primal - dual;
+        assert_eq!(r.solver, "accelerated");
+        assert!((r.solved_gap - gap).abs() <= 1e-9 * (primal.abs() + dual.abs()), "{r:?}: P - D = {gap}");
+    }
+
     /// The intercept is penalised by `l2` only: with an `l1` that zeroes every feature, the
     /// squared loss's intercept is the minimiser of `(1/2n) sum (b - y_i)^2 + (l2/2) b^2`, for
     /// both solvers and for the Lasso (where it is unpenalised).

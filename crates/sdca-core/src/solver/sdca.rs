@@ -109,18 +109,25 @@ impl<'p, 'a, D: Rows, L: Loss, R: Reg> State<'p, 'a, D, L, R> {
 
     /// `v = sum_i s_i alpha_i x_i + shift`, from scratch (removes rounding drift).
     fn rebuild(&mut self) {
+        let mut v = std::mem::take(&mut self.v);
+        self.dual_sum(&mut v);
+        if !self.shift.is_empty() {
+            v.iter_mut().zip(&self.shift).for_each(|(vj, zj)| *vj += zj);
+        }
+        self.v = v;
+    }
+
+    /// `out = sum_i s_i alpha_i x_i` (length `d + 1`, last slot: intercept feature); one pass.
+    fn dual_sum(&self, out: &mut [f64]) {
         let p = self.problem;
         let (x, d) = (p.x, p.x.n_cols());
-        self.v.iter_mut().for_each(|vj| *vj = 0.0);
+        out.iter_mut().for_each(|o| *o = 0.0);
         for i in 0..p.n() {
             let sa = p.weight(i) * self.alpha[i];
             if sa != 0.0 {
-                x.axpy(i, sa, &mut self.v);
-                self.v[d] += sa * self.bias;
+                x.axpy(i, sa, out);
+                out[d] += sa * self.bias;
             }
-        }
-        if !self.shift.is_empty() {
-            self.v.iter_mut().zip(&self.shift).for_each(|(vj, zj)| *vj += zj);
         }
     }
 
@@ -183,14 +190,17 @@ impl<'p, 'a, D: Rows, L: Loss, R: Reg> State<'p, 'a, D, L, R> {
     /// `||grad g*(v_sum / (l2 n))||^2` for the unshifted dual sum at another weight `l2`
     /// (threshold `l1 / l2` on the features, none on the intercept slot): twice the
     /// regularizer's conjugate term of the dual `D(alpha)` of the problem with weight `l2`.
-    /// Exact after [`State::evaluate`]; O(d).
+    /// One pass over the rows: the sum is rebuilt from `alpha`, not taken as `v - shift`, as
+    /// the shift `kappa n y` can be many orders larger than the sum and the difference would
+    /// keep only its rounding, which the tiny `l2` of a Lasso then magnifies.
     pub fn link_sq_at(&self, l2: f64) -> f64 {
         let d = self.problem.x.n_cols();
         let scale = 1.0 / (l2 * self.problem.n() as f64);
         let t = self.l1 / l2;
-        let raw = |j: usize| self.v[j] - self.shift.get(j).copied().unwrap_or(0.0);
-        let feats: f64 = (0..d).map(|j| soft_threshold(raw(j) * scale, t).powi(2)).sum();
-        let sq = feats + (raw(d) * scale).powi(2);
+        let mut raw = vec![0.0; d + 1];
+        self.dual_sum(&mut raw);
+        let feats: f64 = raw[..d].iter().map(|&r| soft_threshold(r * scale, t).powi(2)).sum();
+        let sq = feats + (raw[d] * scale).powi(2);
         // NaN: the dual sum overflowed at this tiny `l2`; the conjugate term is unbounded, so
         // the dual is -inf and certifies nothing (a NaN would be clamped to a zero gap).
         if sq.is_nan() {
