@@ -63,7 +63,14 @@ pub fn crf_marginals<D: TokenRows>(model: &CrfWeights<'_>, x: &D, starts: &[usiz
         edge.resize((t_len - 1) * k * k, 0.0);
         let out = &mut node[starts[i] * k..starts[i + 1] * k];
         log_partition.push(ws.log_marginals(theta, model.transition(), k, out, &mut edge));
-        out.iter_mut().for_each(|l| *l = l.exp());
+        // `exp(log mu - log Z)` carries the rounding of `log Z` as a common factor of each
+        // token's marginals; at scores of 1e16 and more it is no longer negligible (`log Z` of
+        // two tied labels rounds to their score, and both get 1), so renormalize each token.
+        for token in out.chunks_mut(k) {
+            token.iter_mut().for_each(|l| *l = l.exp());
+            let total: f64 = token.iter().sum();
+            token.iter_mut().for_each(|p| *p /= total);
+        }
     })?;
     Ok(CrfMarginals { n_labels: k, node, log_partition })
 }
@@ -145,5 +152,17 @@ mod tests {
             Err(SdcaError::EmptySequence { sequence: 1, row: 4 })
         ));
         assert!(crf_marginals(&model, &x, &[0, 4, 11]).is_err());
+    }
+
+    /// Found by the `crf` fuzz target: two labels tied at a score of 6e154 both got marginal 1
+    /// (`log Z = m + ln 2` rounds to `m`).
+    #[test]
+    fn marginals_sum_to_one_at_huge_scores() {
+        let big = [2e154, 0.0, 2e154];
+        let model = CrfWeights::new(3, 0, &[], &[0.0; 9], &big, &big, &big).unwrap();
+        let x = DenseView::new(&[], 1, 0).unwrap();
+        let marg = crf_marginals(&model, &x, &[0, 1]).unwrap();
+        assert_eq!(marg.node, [0.5, 0.0, 0.5]);
+        assert_eq!(crf_predict(&model, &x, &[0, 1]).unwrap(), [0]);
     }
 }
