@@ -151,10 +151,11 @@ pub enum SdcaError {
         /// The configured cap.
         limit: u64,
     },
-    /// A fit left the range of `f64`: a model or certificate value came out NaN or infinite.
-    #[error("the fit overflowed: its {what} is not finite; the problem is scaled beyond f64 (values near 1e150, or a tiny l2 against large data): rescale the features, labels or warm start, or raise l2")]
+    /// A computation left the range of `f64`: a model, certificate or prediction came out NaN
+    /// or infinite.
+    #[error("{what} overflowed to a non-finite value: the problem is scaled beyond f64 (values near 1e150, or a tiny l2 against large data); rescale the features or labels (or the warm start or model), or raise l2")]
     NonFiniteResult {
-        /// Which output: `coef`, `intercept`, `dual variables` or `certificate`.
+        /// Which output, e.g. `the fit's coef`, `the crf marginals`.
         what: &'static str,
     },
     /// The allocator refused the dual storage.

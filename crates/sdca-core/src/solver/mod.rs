@@ -713,10 +713,10 @@ pub fn fit_from<D: Rows>(
     // inside the solver; NaN or infinity in a model is garbage, so it is an error instead.
     let c = &fit.certificate;
     let outputs: [(&'static str, &[f64]); 4] = [
-        ("coef", &fit.coef),
-        ("intercept", &[fit.intercept]),
-        ("dual variables", &fit.alpha),
-        ("certificate", &[c.primal, c.dual, c.gap, fit.solved_gap]),
+        ("the fit's coef", &fit.coef),
+        ("the fit's intercept", &[fit.intercept]),
+        ("the fit's dual variables", &fit.alpha),
+        ("the fit's duality gap certificate", &[c.primal, c.dual, c.gap, fit.solved_gap]),
     ];
     match outputs.iter().find(|(_, v)| v.iter().any(|x| !x.is_finite())) {
         Some(&(what, _)) => Err(SdcaError::NonFiniteResult { what }),
