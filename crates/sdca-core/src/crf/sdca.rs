@@ -603,7 +603,8 @@ fn drive<D: TokenRows>(
 /// Inputs: a validated [`CrfProblem`] (sparse or dense token rows, sequence offsets, labels in
 /// `0..K`) and a checked [`CrfConfig`]. Errors: a sequence longer than `max_sequence_length`
 /// ([`SdcaError::SequenceTooLong`]), an estimate above `max_memory`
-/// ([`SdcaError::MemoryLimit`]), or a refused allocation. Output: the weights split by block,
+/// ([`SdcaError::MemoryLimit`]), a refused allocation, or a fit that overflowed `f64`
+/// ([`SdcaError::NonFiniteResult`]). Output: the weights split by block,
 /// `P`, `D`, the gap certificate (`P - D = mean_i KL~(mu_i || nu_i) >= 0`), the per-sequence
 /// block gaps and the gap trace. The same seed gives the same result bit for bit (unless
 /// `max_seconds` stops the run).
@@ -650,6 +651,11 @@ pub fn crf_fit<D: TokenRows>(problem: &CrfProblem<'_, D>, cfg: &CrfConfig) -> Re
     }
     let b = &w[lay.bias()..lay.trans()];
     let c = run.certificate;
+    // Valid but extreme input (features near 1e200, a tiny l2) can overflow inside the solver;
+    // NaN or infinity in a model is garbage, so it is an error instead.
+    if w.iter().chain(&block_gaps).chain(&[c.primal, c.dual, c.gap]).any(|v| !v.is_finite()) {
+        return Err(SdcaError::NonFiniteResult { what: "the crf fit's weights or certificate" });
+    }
     Ok(CrfFit {
         n_labels: k,
         n_attributes: a,
@@ -1230,6 +1236,19 @@ mod tests {
             CrfProblem::new(&x, &[0, 2, 2, 8], &t.y, 3),
             Err(SdcaError::EmptySequence { sequence: 1, row: 2 })
         ));
+    }
+
+    /// Found by the `crf` fuzz target: one token with a feature of -3.3e207 made the emission
+    /// weights 1.7e197, their scores overflowed, and the fit returned `P = NaN`, `gap = inf`.
+    #[test]
+    fn overflowing_fit_is_an_error() {
+        let (indptr, indices, values) = ([0i64, 1], [0u32], [-3.3e207]);
+        let x = CsrView::new(&indptr, &indices, &values, 5).unwrap();
+        let p = CrfProblem::new(&x, &[0, 1], &[0], 2).unwrap();
+        let cfg = CrfParams { max_epochs: 13, ..params() }.check().unwrap();
+        let err = crf_fit(&p, &cfg).unwrap_err();
+        assert!(matches!(err, SdcaError::NonFiniteResult { .. }), "{err}");
+        assert!(err.to_string().starts_with("the crf fit's weights or certificate overflowed"), "{err}");
     }
 
     #[test]
