@@ -151,9 +151,9 @@ pub enum SdcaError {
         /// The configured cap.
         limit: u64,
     },
-    /// A computation left the range of `f64`: a model, certificate or prediction came out NaN
-    /// or infinite.
-    #[error("{what} overflowed to a non-finite value: the problem is scaled beyond f64 (values near 1e150, or a tiny l2 against large data); rescale the features or labels (or the warm start or model), or raise l2")]
+    /// A computation left the range or the precision of `f64`: a model, certificate or
+    /// prediction came out NaN, infinite, or inconsistent.
+    #[error("{what} overflowed f64: the problem is scaled beyond f64's range or precision (values near 1e150, or a tiny l2 against large data); rescale the features or labels (or the warm start or model), or raise l2")]
     NonFiniteResult {
         /// Which output, e.g. `the fit's coef`, `the crf marginals`.
         what: &'static str,
