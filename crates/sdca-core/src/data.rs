@@ -219,10 +219,11 @@ pub struct DenseView<'a> {
 impl<'a> DenseView<'a> {
     /// Validates and wraps a row-major buffer of `n_rows * n_cols` finite values.
     pub fn new(data: &'a [f64], n_rows: usize, n_cols: usize) -> Result<Self> {
-        if data.len() != n_rows * n_cols {
+        // Checked: a shape whose product wraps around would accept a buffer too short to index.
+        if n_rows.checked_mul(n_cols) != Some(data.len()) {
             return Err(SdcaError::ShapeMismatch {
                 what: "dense feature buffer (n_rows * n_features)",
-                expected: n_rows * n_cols,
+                expected: n_rows.saturating_mul(n_cols),
                 got: data.len(),
             });
         }
@@ -327,6 +328,13 @@ mod tests {
         let sliced = [2i64, 3];
         let v = CsrView::new(&sliced, &[0, 1, 2], &[1.0, 1.0, 5.0], 3).unwrap();
         assert_eq!(v.dot(0, &[1.0, 1.0, 1.0]), 5.0);
+    }
+
+    /// Found by the `csr` fuzz target: `2^32 x 2^32` wrapped to 0 and accepted an empty buffer.
+    #[test]
+    fn dense_rejects_a_shape_whose_size_overflows() {
+        let err = DenseView::new(&[], 1 << 32, 1 << 32).unwrap_err();
+        assert!(matches!(err, SdcaError::ShapeMismatch { expected: usize::MAX, got: 0, .. }), "{err}");
     }
 
     #[test]

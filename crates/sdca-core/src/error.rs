@@ -151,6 +151,13 @@ pub enum SdcaError {
         /// The configured cap.
         limit: u64,
     },
+    /// A computation left the range or the precision of `f64`: a model, certificate or
+    /// prediction came out NaN, infinite, or inconsistent.
+    #[error("{what} overflowed f64: the problem is scaled beyond f64's range or precision (values near 1e150, or a tiny l2 against large data); rescale the features or labels (or the warm start or model), or raise l2")]
+    NonFiniteResult {
+        /// Which output, e.g. `the fit's coef`, `the crf marginals`.
+        what: &'static str,
+    },
     /// The allocator refused the dual storage.
     #[error("could not allocate {bytes} bytes for the crf dual variables; fit fewer sequences per group, use fewer labels, or set max_memory to fail early")]
     AllocationFailed {

@@ -7,7 +7,7 @@
 
 use super::chain::ChainWorkspace;
 use super::model::{check_starts, unary_scores, CrfWeights, TokenRows};
-use crate::error::Result;
+use crate::error::{Result, SdcaError};
 
 /// Per-token label marginals of a set of sequences.
 #[derive(Debug, Clone, PartialEq)]
@@ -63,8 +63,20 @@ pub fn crf_marginals<D: TokenRows>(model: &CrfWeights<'_>, x: &D, starts: &[usiz
         edge.resize((t_len - 1) * k * k, 0.0);
         let out = &mut node[starts[i] * k..starts[i + 1] * k];
         log_partition.push(ws.log_marginals(theta, model.transition(), k, out, &mut edge));
-        out.iter_mut().for_each(|l| *l = l.exp());
+        // Normalised per token in log space, not `exp(log mu)`: the log-marginals carry the
+        // rounding of `log Z` and of the forward and backward sums, which at scores of 1e16
+        // and more exceeds 1 (two labels tied at 6e154 both got 1; at 1e151 every label got 0).
+        for token in out.chunks_mut(k) {
+            let top = token.iter().copied().fold(f64::NEG_INFINITY, f64::max);
+            token.iter_mut().for_each(|l| *l = (*l - top).exp());
+            let total: f64 = token.iter().sum();
+            token.iter_mut().for_each(|p| *p /= total);
+        }
     })?;
+    // Scores that overflowed (weights times features beyond 1e308) leave NaN.
+    if node.iter().chain(&log_partition).any(|v| !v.is_finite()) {
+        return Err(SdcaError::NonFiniteResult { what: "the crf marginals" });
+    }
     Ok(CrfMarginals { n_labels: k, node, log_partition })
 }
 
@@ -145,5 +157,26 @@ mod tests {
             Err(SdcaError::EmptySequence { sequence: 1, row: 4 })
         ));
         assert!(crf_marginals(&model, &x, &[0, 4, 11]).is_err());
+    }
+
+    /// Found by the `crf` fuzz target: two labels tied at a score of 6e154 both got marginal 1
+    /// (`log Z = m + ln 2` rounds to `m`), and the single label of a 5-token chain scored 1e151
+    /// got NaN in the middle tokens; scores that overflow are an error.
+    #[test]
+    fn marginals_are_distributions_at_huge_scores() {
+        let big = [2e154, 0.0, 2e154];
+        let model = CrfWeights::new(3, 0, &[], &[0.0; 9], &big, &big, &big).unwrap();
+        let x = DenseView::new(&[], 1, 0).unwrap();
+        let marg = crf_marginals(&model, &x, &[0, 1]).unwrap();
+        assert_eq!(marg.node, [0.5, 0.0, 0.5]);
+        assert_eq!(crf_predict(&model, &x, &[0, 1]).unwrap(), [0]);
+
+        let one = [1e150];
+        let model = CrfWeights::new(1, 1, &one, &one, &one, &one, &one).unwrap();
+        let x = DenseView::new(&[0.0; 5], 5, 1).unwrap();
+        assert_eq!(crf_marginals(&model, &x, &[0, 5]).unwrap().node, [1.0; 5]);
+        let x = DenseView::new(&[1e300; 5], 5, 1).unwrap();
+        let err = crf_marginals(&model, &x, &[0, 5]).unwrap_err();
+        assert!(matches!(err, SdcaError::NonFiniteResult { .. }), "{err}");
     }
 }

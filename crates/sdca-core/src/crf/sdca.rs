@@ -176,6 +176,8 @@ struct State<'p, 'a, D: TokenRows> {
     r_work: Vec<f64>,
     line_searches: u64,
     line_evals: u64,
+    /// `mean_i |log Z_i| + |s_i(y_i)|` at the last certificate: the scale of its rounding.
+    score_scale: f64,
 }
 
 impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
@@ -247,6 +249,7 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
             r_work: vec![0.0; k],
             line_searches: 0,
             line_evals: 0,
+            score_scale: 0.0,
         };
         state.resync();
         Ok(state)
@@ -500,7 +503,7 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
     fn certify(&mut self, block_gaps: &mut [f64]) -> Certificate {
         self.resync();
         let (k, lay, p) = (self.lay.k, self.lay, self.problem);
-        let (mut nll, mut gaps, mut ent) = (0.0, 0.0, 0.0);
+        let (mut nll, mut gaps, mut ent, mut scale) = (0.0, 0.0, 0.0, 0.0);
         for (i, block_gap) in block_gaps.iter_mut().enumerate() {
             let rows = p.sequence(i);
             let t_len = rows.len();
@@ -514,6 +517,7 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
             let mut truth: f64 = y.iter().enumerate().map(|(t, &l)| theta[t * k + l as usize]).sum();
             truth += y.windows(2).map(|q| trans[q[0] as usize * k + q[1] as usize]).sum::<f64>();
             nll += log_z - truth;
+            scale += log_z.abs() + truth.abs();
             let g = chain_kl(t_len, k, self.mu.block(i), (&*nu_n, &*nu_e)).max(0.0);
             self.sampler.set_gap(i, g);
             *block_gap = g;
@@ -523,6 +527,7 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
         }
         self.entropy_sum = ent;
         let nf = self.n as f64;
+        self.score_scale = scale / nf;
         let reg = 0.5 * self.lambda * self.wn2;
         Certificate { primal: reg + nll / nf, dual: ent / nf - reg, gap: gaps / nf }
     }
@@ -607,7 +612,8 @@ fn drive<D: TokenRows>(
 /// Inputs: a validated [`CrfProblem`] (sparse or dense token rows, sequence offsets, labels in
 /// `0..K`) and a checked [`CrfConfig`]. Errors: a sequence longer than `max_sequence_length`
 /// ([`SdcaError::SequenceTooLong`]), an estimate above `max_memory`
-/// ([`SdcaError::MemoryLimit`]), or a refused allocation. Output: the weights split by block,
+/// ([`SdcaError::MemoryLimit`]), a refused allocation, or a fit that overflowed `f64`
+/// ([`SdcaError::NonFiniteResult`]). Output: the weights split by block,
 /// `P`, `D`, the gap certificate (`P - D = mean_i KL~(mu_i || nu_i) >= 0`), the per-sequence
 /// block gaps and the gap trace. The same seed gives the same result bit for bit (unless
 /// `max_seconds` stops the run).
@@ -654,6 +660,21 @@ pub fn crf_fit<D: TokenRows>(problem: &CrfProblem<'_, D>, cfg: &CrfConfig) -> Re
     }
     let b = &w[lay.bias()..lay.trans()];
     let c = run.certificate;
+    // Valid but extreme input (features near 1e200, a tiny l2) can overflow inside the solver;
+    // NaN or infinity in a model is garbage, so it is an error instead.
+    if w.iter().chain(&block_gaps).chain(&[c.primal, c.dual, c.gap]).any(|v| !v.is_finite()) {
+        return Err(SdcaError::NonFiniteResult { what: "the crf fit's weights or certificate" });
+    }
+    // `P - D = mean_i KL(mu_i || nu_i)` holds at `w = w^(mu)` up to the rounding of the scores.
+    // Scores beyond f64's precision (features near 1e140) make the oracle's node and edge
+    // marginals disagree, the dual marginals leave the marginal polytope, and the identity
+    // fails (P - D = 81 against a KL of 0.00025): such a certificate certifies nothing.
+    let rounding = 1e-9 * (state.score_scale + c.primal.abs() + c.dual.abs());
+    if (c.primal - c.dual - c.gap).abs() > rounding {
+        return Err(SdcaError::NonFiniteResult {
+            what: "the crf fit's certificate (scores beyond f64 precision)",
+        });
+    }
     Ok(CrfFit {
         n_labels: k,
         n_attributes: a,
@@ -1234,6 +1255,49 @@ mod tests {
             CrfProblem::new(&x, &[0, 2, 2, 8], &t.y, 3),
             Err(SdcaError::EmptySequence { sequence: 1, row: 2 })
         ));
+    }
+
+    /// Found by the `crf` fuzz target: one token with a feature of -3.3e207 made the emission
+    /// weights 1.7e197, their scores overflowed, and the fit returned `P = NaN`, `gap = inf`.
+    #[test]
+    fn overflowing_fit_is_an_error() {
+        let (indptr, indices, values) = ([0i64, 1], [0u32], [-3.3e207]);
+        let x = CsrView::new(&indptr, &indices, &values, 5).unwrap();
+        let p = CrfProblem::new(&x, &[0, 1], &[0], 2).unwrap();
+        let cfg = CrfParams { max_epochs: 13, ..params() }.check().unwrap();
+        let err = crf_fit(&p, &cfg).unwrap_err();
+        assert!(matches!(err, SdcaError::NonFiniteResult { .. }), "{err}");
+        assert!(err.to_string().starts_with("the crf fit's weights or certificate overflowed f64"), "{err}");
+    }
+
+    /// Found by the `crf` fuzz target: features of 1e140 drove the scores beyond f64's
+    /// precision during the run, the oracle's node and edge marginals disagreed, and the fit
+    /// returned a certificate with `P - D = 81` and a gap of 0.00025, converged.
+    #[test]
+    fn precision_loss_is_an_error() {
+        let (n, a) = (22, 5);
+        let dense: Vec<f64> =
+            (0..n * a).map(|k| if k % 2 == 0 { 1.0126083155779656e140 } else { 0.0 }).collect();
+        let indptr: Vec<i64> = (0..=n as i64).map(|i| i * a as i64).collect();
+        let indices: Vec<u32> = (0..n).flat_map(|_| (0..a as u32).rev()).collect();
+        let values: Vec<f64> =
+            (0..n).flat_map(|i| (0..a).rev().map(move |j| (i, j))).map(|(i, j)| dense[i * a + j]).collect();
+        let x = CsrView::new(&indptr, &indices, &values, a).unwrap();
+        let (y, starts) = (vec![0u32; n], [0, n]);
+        let p = CrfProblem::new(&x, &starts, &y, 3).unwrap();
+        let cfg = CrfParams {
+            tol: 1e150,
+            max_epochs: 13,
+            check_every: 1,
+            sampling: "uniform".into(),
+            non_uniform: 1.0,
+            line_search_tol: 3.2593926861296e-311,
+            ..params()
+        };
+        match crf_fit(&p, &cfg.check().unwrap()) {
+            Ok(f) => assert!((f.primal - f.dual - f.gap).abs() <= 1e-9 * (1.0 + f.primal.abs()), "{f:?}"),
+            Err(e) => assert!(matches!(e, SdcaError::NonFiniteResult { .. }), "{e}"),
+        }
     }
 
     #[test]

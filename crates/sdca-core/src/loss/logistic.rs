@@ -66,9 +66,10 @@ impl Loss for Logistic {
         let b0 = alpha * y;
         let m = y * a;
         let (mut lo, mut hi) = (-m - q * (1.0 - b0), -m + q * b0);
-        // Start from the current dual (its logit), pulled into the bracket.
+        // Start from the current dual (its logit), pulled into the bracket. `f64::clamp` would
+        // panic on a NaN end (`q = inf` times `b0 = 0`, from a row norm that overflowed).
         let start = if b0 > 0.0 && b0 < 1.0 { (b0 / (1.0 - b0)).ln() } else { 0.5 * (lo + hi) };
-        let mut t = start.clamp(lo, hi);
+        let mut t = super::clamp(start, lo, hi);
         for _ in 0..64 {
             let s = sigmoid(t);
             let f = t + m + q * (s - b0);
@@ -120,6 +121,15 @@ mod tests {
                 assert!(d.is_finite() && (0.0..=1.0).contains(&(d * y)));
                 assert!(Logistic.block_gap(d, a, y).is_finite() || a.abs() > 1e200);
             }
+        }
+    }
+
+    /// Found by the `fit` fuzz target: an overflowed `q = inf` at `b0 = 0` made the bracket
+    /// `[-inf, NaN]`, and `f64::clamp` panicked on it.
+    #[test]
+    fn infinite_q_does_not_panic() {
+        for alpha in [0.0, 1.0, 0.5] {
+            Logistic.dual_step(alpha, 0.0, 1.0, f64::INFINITY);
         }
     }
 }

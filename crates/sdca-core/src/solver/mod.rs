@@ -507,11 +507,27 @@ impl<D: Rows, L: BlockLoss> Judge<'_, '_, D, L> {
         let Some(radius_sq) = self.lasso else {
             return Certificate { primal, dual: primal - bound, gap: bound };
         };
+        // The Lasso objective from scratch, not `P_s - (l2_used/2)||w||^2`: far from the optimum
+        // (a warm start) that L2 term can dwarf `P_0`, and the difference cancel to noise.
+        let primal = self.lasso_primal(w);
         let half_sq = 0.5 * self.l2_used * w.iter().map(|v| v * v).sum::<f64>();
-        let primal = primal - half_sq;
-        let reduction = bound + 0.5 * self.l2_used * radius_sq - half_sq;
+        let reach = 0.5 * self.l2_used * radius_sq;
+        // The same cancellation can hit the reduction's bound: add its rounding error.
+        let reduction = bound + reach - half_sq + 4.0 * f64::EPSILON * (bound + reach + half_sq);
         let gap = reduction.min(primal - self.lasso_dual(alpha)).max(0.0);
         Certificate { primal, dual: primal - gap, gap }
+    }
+
+    /// `P_0(w) = (1/n) sum_i s_i phi(x_i . w + b) + l1 ||w||_1`, the original (`l2 = 0`)
+    /// objective; one pass over the rows.
+    fn lasso_primal(&self, w: &[f64]) -> f64 {
+        let p = self.problem;
+        let (x, d) = (p.x, p.x.n_cols());
+        let loss: f64 = (0..p.n())
+            .filter(|&i| p.weight(i) > 0.0)
+            .map(|i| p.weight(i) * self.loss.value(&[x.dot(i, w) + self.bias * w[d]], p.y[i]))
+            .sum();
+        loss / p.n() as f64 + self.l1 * w[..d].iter().map(|v| v.abs()).sum::<f64>()
     }
 
     /// Whether a certificate meets `tol`.
@@ -743,7 +759,7 @@ pub fn fit<D: Rows>(problem: &Problem<'_, D>, cfg: &FitConfig) -> Result<FitResu
 /// Returns the model, its duals and a certificate for the original problem; errata in
 /// `papers/notes/prox-sdca.md` section 9 and `papers/notes/accelerated-prox-sdca.md` section 6.
 /// Errors: a warm model of the wrong width or with non-finite values; a Lasso problem whose
-/// intercept cannot be bounded.
+/// intercept cannot be bounded; a fit that overflowed `f64` ([`SdcaError::NonFiniteResult`]).
 pub fn fit_from<D: Rows>(
     problem: &Problem<'_, D>,
     cfg: &FitConfig,
@@ -780,7 +796,20 @@ pub fn fit_from<D: Rows>(
         }
     }
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);
-    with_loss!(cfg.loss, k, |loss| solve(problem, loss, cfg, w, &mut rng))
+    let fit = with_loss!(cfg.loss, k, |loss| solve(problem, loss, cfg, w, &mut rng))?;
+    // Valid but extreme input (values near 1e150, a tiny l2 against large data) can overflow
+    // inside the solver; NaN or infinity in a model is garbage, so it is an error instead.
+    let c = &fit.certificate;
+    let outputs: [(&'static str, &[f64]); 4] = [
+        ("the fit's coef", &fit.coef),
+        ("the fit's intercept", &fit.intercept),
+        ("the fit's dual variables", &fit.alpha),
+        ("the fit's duality gap certificate", &[c.primal, c.dual, c.gap, fit.solved_gap]),
+    ];
+    match outputs.iter().find(|(_, v)| v.iter().any(|x| !x.is_finite())) {
+        Some(&(what, _)) => Err(SdcaError::NonFiniteResult { what }),
+        None => Ok(fit),
+    }
 }
 
 /// The problem actually solved, the solver, and the run.
@@ -802,7 +831,8 @@ fn solve<D: Rows, L: BlockLoss>(
         let radius_sq = lasso_radius_sq(problem, loss, p0, cfg.l1, bias)?;
         // eps = tol P(0), lambda = eps / B^2; P(0) = 0 means w = 0 is optimal and any lambda works.
         let l2 = if p0 > 0.0 && radius_sq > 0.0 { cfg.tol * p0 / radius_sq } else { cfg.tol };
-        (l2.max(1e-300), Some(radius_sq))
+        // Any finite lambda keeps the reduction's bound valid; `tol P(0)` can overflow.
+        (l2.clamp(1e-300, 1e300), Some(radius_sq))
     };
     let mut judge =
         Judge { problem, loss, tol: cfg.tol, l2_used, l1: cfg.l1, bias, lasso, scratch: Vec::new() };
@@ -1287,6 +1317,139 @@ mod tests {
         let nan = Warm { coef: &[1.0, f64::NAN, 0.0], intercept: &[0.0] };
         let err = fit_from(&p, &cfg, Some(&nan)).unwrap_err();
         assert!(matches!(err, SdcaError::InvalidParameter { name: "warm_start", .. }), "{err}");
+    }
+
+    /// Found by the `fit` fuzz target: valid but extreme input overflows inside the solver, and
+    /// the fit says so with an error instead of returning NaN or infinity (or panicking).
+    #[test]
+    fn overflowing_fits_are_errors() {
+        let (n, d) = (19, 1);
+        let x = vec![0.0; n * d];
+        let view = DenseView::new(&x, n, d).unwrap();
+        // A warm intercept of -1e150 at l2 = 1e-150: the duals' model overflows.
+        let y = vec![0.0; n];
+        let p = FitParams {
+            solver: "accelerated".into(),
+            intercept_scaling: 7.8,
+            tol: 1e-150,
+            max_epochs: 15,
+            ..params("squared", 1e-150, 1e-150)
+        };
+        let cfg = p.check().unwrap();
+        let warm = Warm { coef: &[0.0], intercept: &[-1e150] };
+        let err = fit_from(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg, Some(&warm)).unwrap_err();
+        assert!(matches!(err, SdcaError::NonFiniteResult { .. }), "{err}");
+        // The Lasso with a 1e150 intercept feature: q = inf in the logistic dual step.
+        let y: Vec<f64> = (0..n).map(|i| if i % 3 == 0 { 1.0 } else { -1.0 }).collect();
+        let p = FitParams {
+            intercept_scaling: 1e150,
+            tol: 1e-150,
+            max_epochs: 60,
+            ..params("logistic", 0.0, 1e-150)
+        };
+        let cfg = p.check().unwrap();
+        let r = fit(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg);
+        assert!(matches!(r, Err(SdcaError::NonFiniteResult { .. })), "{r:?}");
+    }
+
+    /// Found by the `fit` fuzz target: a Lasso fit warm-started 1e150 away from its optimum
+    /// (`w = 0`, `P* = 0`). The original primal was `P_s - (l2_used/2)||w||^2`, which cancelled
+    /// to 0 against a `1e299` L2 term, and so could the reduction's bound: the certificate said
+    /// `P = 0`, and could have said converged. Its primal is now the Lasso objective at the
+    /// model, and its gap at least `P - P*`.
+    #[test]
+    fn lasso_certificate_survives_a_dominant_l2_term() {
+        let (n, d, l1, c) = (2, 1, 6.2, 6.2);
+        let (x, y) = (vec![0.0; n * d], vec![0.0; n]);
+        let view = DenseView::new(&x, n, d).unwrap();
+        let p = FitParams { intercept_scaling: c, tol: 1.0, max_epochs: 15, ..params("squared", 0.0, l1) };
+        let cfg = p.check().unwrap();
+        let warm = Warm { coef: &[1e150], intercept: &[0.0] };
+        let r = fit_from(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg, Some(&warm)).unwrap();
+        let (b, cert) = (r.intercept[0], r.certificate);
+        let p_model = l1 * r.coef[0].abs() + b * b / 2.0;
+        assert!((cert.primal - p_model).abs() <= 1e-12 * p_model, "{r:?}: P(model) = {p_model}");
+        assert!(cert.gap >= cert.primal, "{r:?}: the optimum is 0");
+    }
+
+    /// Found by the `fit` fuzz target: `tol P(0)` overflowed (`tol = 1e150`, labels `1e150`) and
+    /// the Lasso reduction reported `l2_used = inf`.
+    #[test]
+    fn lasso_l2_used_stays_finite() {
+        let view = DenseView::new(&[6.0], 1, 1).unwrap();
+        let p =
+            FitParams { fit_intercept: false, tol: 1e150, max_epochs: 5, ..params("squared", 0.0, 1e150) };
+        let cfg = p.check().unwrap();
+        let r = fit(&Problem::new(&view, &[1e150], None, cfg.loss).unwrap(), &cfg).unwrap();
+        assert!(r.l2_used.is_finite(), "{r:?}");
+    }
+
+    /// Found by the `fit` fuzz target: at the Lasso's floor `l2_used = 1e-300` the dual sum of
+    /// the accelerated solver's certificate overflowed against an infinite threshold
+    /// `l1 / l2_used` and was dropped, and the fit certified a gap of 0.05 on an objective of
+    /// 2.4e299 whose model was 1.7e296 above the optimum. Identical columns reduce the problem
+    /// to one variable `c = w_j` with a closed-form optimum.
+    #[test]
+    fn lasso_certificate_survives_an_overflowed_dual() {
+        let (n, d, l1) = (37, 4, 1e150);
+        let x = vec![-4.0; n * d];
+        let y: Vec<f64> = (0..n).map(|i| if i % 3 == 0 { -1.0 } else { -1e150 }).collect();
+        let view = DenseView::new(&x, n, d).unwrap();
+        let p = FitParams {
+            solver: "accelerated".into(),
+            sampling: "uniform".into(),
+            fit_intercept: false,
+            tol: 5.9e-322,
+            max_epochs: 25,
+            check_every: 7,
+            seed: 13364,
+            ..params("squared", 0.0, l1)
+        };
+        let cfg = p.check().unwrap();
+        let r = fit(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg);
+        // P(c) = mean((16 c + y)^2) / 2 + 4 l1 |c|, minimised at 256 c = -16 mean(y) - 4 l1.
+        let ybar = y.iter().sum::<f64>() / n as f64;
+        let objective = |c: f64| {
+            y.iter().map(|v| (16.0 * c + v).powi(2)).sum::<f64>() / (2.0 * n as f64) + 4.0 * l1 * c.abs()
+        };
+        let best = objective((-16.0 * ybar - 4.0 * l1) / 256.0);
+        // Either an honest certificate or the overflow error (what this fit gives now).
+        match r {
+            Ok(r) => {
+                let c = r.certificate;
+                assert!(c.primal - best <= c.gap + 1e-12 * c.primal, "{r:?}: P* = {best}");
+            }
+            Err(e) => assert!(matches!(e, SdcaError::NonFiniteResult { .. }), "{e}"),
+        }
+    }
+
+    /// Found by the `fit` fuzz target: the accelerated solver took the unshifted dual sum as
+    /// `v - shift`, where the shift `kappa n y ~ 1` dwarfs the sum `~1e-16`; at the Lasso's
+    /// `l2_used ~ 2e-29` the difference's rounding made the solved problem's gap 0.00103
+    /// against a true `P - D` of 0.00032. One row, so `P` and `D` are written out here.
+    #[test]
+    fn accelerated_lasso_gap_is_the_duality_gap() {
+        let (x, y, l1) = (1e-204, 1.0, 1.0);
+        let data = [x];
+        let view = DenseView::new(&data, 1, 1).unwrap();
+        let p = FitParams {
+            solver: "accelerated".into(),
+            tol: 2.04e-28,
+            max_epochs: 40,
+            check_every: 3,
+            inner_epochs: Some(3),
+            seed: 64816,
+            ..params("squared", 0.0, l1)
+        };
+        let cfg = p.check().unwrap();
+        let r = fit(&Problem::new(&view, &[y], None, cfg.loss).unwrap(), &cfg).unwrap();
+        let (l2, a, w, b) = (r.l2_used, r.alpha[0], r.coef[0], r.intercept[0]);
+        let primal = 0.5 * (x * w + b - y).powi(2) + 0.5 * l2 * (w * w + b * b) + l1 * w.abs();
+        let (w_dual, b_dual) = (crate::reg::soft_threshold(a * x / l2, l1 / l2), a / l2);
+        let dual = -(0.5 * a * a - a * y) - 0.5 * l2 * (w_dual * w_dual + b_dual * b_dual);
+        let gap = primal - dual;
+        assert_eq!(r.solver, "accelerated");
+        assert!((r.solved_gap - gap).abs() <= 1e-9 * (primal.abs() + dual.abs()), "{r:?}: P - D = {gap}");
     }
 
     /// The intercept is penalised by `l2` only: with an `l1` that zeroes every feature, the

@@ -134,26 +134,33 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
 
     /// `v = sum_i s_i x_i alpha_i^T + shift`, from scratch (removes rounding drift).
     fn rebuild(&mut self) {
+        let mut v = std::mem::take(&mut self.v);
+        self.dual_sum(&mut v);
+        if !self.shift.is_empty() {
+            v.iter_mut().zip(&self.shift).for_each(|(vj, zj)| *vj += zj);
+        }
+        self.v = v;
+    }
+
+    /// `out = sum_i s_i x_i alpha_i^T` (same layout as `v`, last row: intercept feature); one pass.
+    fn dual_sum(&self, out: &mut [f64]) {
         let p = self.problem;
         let (x, d, k) = (p.x, p.x.n_cols(), self.width());
-        self.v.iter_mut().for_each(|vj| *vj = 0.0);
+        out.iter_mut().for_each(|o| *o = 0.0);
+        let mut sa = vec![0.0; k];
         for i in 0..p.n() {
             let s = p.weight(i);
             let block = &self.alpha[i * k..(i + 1) * k];
             if s == 0.0 || block.iter().all(|&a| a == 0.0) {
                 continue;
             }
-            let step = &mut self.step[..k];
-            for (t, &a) in step.iter_mut().zip(block) {
+            for (t, &a) in sa.iter_mut().zip(block) {
                 *t = s * a;
             }
-            x.axpy_block(i, step, &mut self.v);
-            for (vc, &t) in self.v[d * k..].iter_mut().zip(step.iter()) {
-                *vc += t * self.bias;
+            x.axpy_block(i, &sa, out);
+            for (oc, &t) in out[d * k..].iter_mut().zip(&sa) {
+                *oc += t * self.bias;
             }
-        }
-        if !self.shift.is_empty() {
-            self.v.iter_mut().zip(&self.shift).for_each(|(vj, zj)| *vj += zj);
         }
     }
 
@@ -218,14 +225,24 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
     /// `||grad g*(v_sum / (l2 n))||^2` for the unshifted dual sum at another weight `l2`
     /// (threshold `l1 / l2` on the features, none on the intercept slots): twice the
     /// regularizer's conjugate term of the dual `D(alpha)` of the problem with weight `l2`.
-    /// Exact after [`State::evaluate`]; O(d k).
+    /// One pass over the rows: the sum is rebuilt from `alpha`, not taken as `v - shift`, as
+    /// the shift `kappa n y` can be many orders larger than the sum and the difference would
+    /// keep only its rounding, which the tiny `l2` of a Lasso then magnifies.
     pub fn link_sq_at(&self, l2: f64) -> f64 {
         let dk = self.problem.x.n_cols() * self.k;
         let scale = 1.0 / (l2 * self.problem.n() as f64);
         let t = self.l1 / l2;
-        let raw = |j: usize| self.v[j] - self.shift.get(j).copied().unwrap_or(0.0);
-        let feats: f64 = (0..dk).map(|j| soft_threshold(raw(j) * scale, t).powi(2)).sum();
-        feats + (dk..self.v.len()).map(|j| (raw(j) * scale).powi(2)).sum::<f64>()
+        let mut raw = vec![0.0; self.v.len()];
+        self.dual_sum(&mut raw);
+        let feats: f64 = raw[..dk].iter().map(|&r| soft_threshold(r * scale, t).powi(2)).sum();
+        let sq = feats + raw[dk..].iter().map(|&r| (r * scale).powi(2)).sum::<f64>();
+        // NaN: the dual sum overflowed at this tiny `l2`; the conjugate term is unbounded, so
+        // the dual is -inf and certifies nothing (a NaN would be clamped to a zero gap).
+        if sq.is_nan() {
+            f64::INFINITY
+        } else {
+            sq
+        }
     }
 }
 
