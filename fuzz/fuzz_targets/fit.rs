@@ -27,7 +27,7 @@ const LOSSES: [&str; 8] = [
     "hinj",
 ];
 const SOLVERS: [&str; 4] = ["auto", "sdca", "accelerated", "newton"];
-const SAMPLINGS: [&str; 3] = ["permutation", "uniform", "cyclic"];
+const SAMPLINGS: [&str; 4] = ["permutation", "uniform", "gap", "cyclic"];
 
 #[derive(Arbitrary, Debug)]
 struct Params {
@@ -92,11 +92,9 @@ fn run<D: Rows>(x: &D, m: &Built, input: &Input, cfg: &FitConfig) {
         Err(e) => return not_internal(&e),
     };
     let warm_coef = input.warm.as_ref().map(|(pool, _, wide)| fill(pool, m.d + *wide as usize));
-    let warm = input
-        .warm
-        .as_ref()
-        .zip(warm_coef.as_ref())
-        .map(|((_, b, _), coef)| Warm { coef, intercept: b.get() });
+    let warm_intercept = input.warm.as_ref().map(|(_, b, _)| [b.get()]);
+    let warm =
+        warm_coef.as_ref().zip(warm_intercept.as_ref()).map(|(coef, intercept)| Warm { coef, intercept });
     let r = match fit_from(&problem, cfg, warm.as_ref()) {
         Ok(r) => r,
         Err(e) => return not_internal(&e),

@@ -81,7 +81,7 @@ pub enum SdcaError {
         what: &'static str,
     },
     /// A classification problem whose labels contain a single class.
-    #[error("all labels are {label}: a classifier needs both classes in every group; filter such groups or use on_error=\"null\"")]
+    #[error("all labels are {label}: a classifier needs at least two classes in every group; filter such groups or use on_error=\"null\"")]
     OneClass {
         /// The single label value.
         label: String,

@@ -14,6 +14,7 @@ pub mod data;
 pub mod error;
 pub mod loss;
 pub mod reg;
+pub mod sampling;
 pub mod solver;
 
 pub use config::{FitConfig, FitParams, Interrupt, SolverKind};

@@ -91,13 +91,18 @@ fn common() -> impl Strategy<Value = FitParams> {
     let l1 = prop_oneof![1 => Just(0.0), 1 => (-4.0..-1.0f64).prop_map(|e| 10f64.powf(e))];
     (
         (l2, l1, any::<bool>(), prop_oneof![Just(1.0), 0.3..3.0f64]),
-        (any::<bool>(), 1i64..=3, prop::sample::select(vec![1e-3, 1e-6, 1e-9]), 1i64..=300),
+        (
+            prop::sample::select(vec!["uniform", "permutation", "gap"]),
+            1i64..=3,
+            prop::sample::select(vec![1e-3, 1e-6, 1e-9]),
+            1i64..=300,
+        ),
         (proptest::option::of(1i64..=5), 0i64..=u32::MAX as i64),
     )
         .prop_map(
             |(
                 (l2, l1, fit_intercept, intercept_scaling),
-                (uniform, check_every, tol, max_epochs),
+                (sampling, check_every, tol, max_epochs),
                 (inner_epochs, seed),
             )| {
                 FitParams {
@@ -106,7 +111,7 @@ fn common() -> impl Strategy<Value = FitParams> {
                     l1: if l2 == 0.0 { l1.max(1e-2) } else { l1 },
                     fit_intercept,
                     intercept_scaling,
-                    sampling: if uniform { "uniform" } else { "permutation" }.into(),
+                    sampling: sampling.into(),
                     check_every,
                     tol,
                     max_epochs,

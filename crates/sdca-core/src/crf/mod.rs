@@ -18,7 +18,7 @@
 //! - [`chain`]: log-space forward-backward and Viterbi on one chain;
 //! - `marginals`: the dual variables (log node and edge marginals), chain entropy and KL;
 //! - `line_search`: exact step size by safeguarded Newton;
-//! - [`sampling`]: uniform or gap-proportional choice of the next sequence (sum tree);
+//! - [`crate::sampling`]: uniform or gap-proportional choice of the next sequence (sum tree);
 //! - [`model`]: data, feature map and weight layout; [`predict`]: Viterbi labels and marginals;
 //! - [`sdca`]: the solver and its stopping rule; [`config`]: parameters.
 
@@ -28,7 +28,6 @@ mod line_search;
 mod marginals;
 pub mod model;
 pub mod predict;
-pub mod sampling;
 pub mod sdca;
 
 pub use config::{CrfConfig, CrfParams, CrfSampling};

@@ -44,12 +44,12 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 use super::chain::ChainWorkspace;
-use super::config::CrfConfig;
+use super::config::{CrfConfig, CrfSampling};
 use super::line_search::{mix_log, safeguarded_newton, BlockLine};
 use super::marginals::{chain_entropy, chain_kl, zeros, LogMarginals};
 use super::model::{memory_estimate, unary_scores, CrfProblem, CrfWeights, Emission, Layout, TokenRows};
-use super::sampling::GapSampler;
 use crate::error::{Result, SdcaError};
+use crate::sampling::GapSampler;
 use crate::solver::{Certificate, Status};
 
 /// `eps` of the smoothed one-hot initial marginals `mu_t(k) = eps/K + (1 - eps)[k = y_t]`.
@@ -235,7 +235,7 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
             entropy,
             entropy_sum,
             wn2: 0.0,
-            sampler: GapSampler::new(cfg.sampling, cfg.non_uniform, n),
+            sampler: GapSampler::new(if cfg.sampling == CrfSampling::Gap { cfg.non_uniform } else { 0.0 }, n),
             chain: ChainWorkspace::with_capacity(max_len, k),
             theta: vec![0.0; max_len * k],
             nu: (vec![0.0; max_len * k], vec![0.0; (max_len - 1) * k * k]),

@@ -43,7 +43,7 @@ use super::{
     drive, mean_loss, Budget, Certificate, Clock, Coordinate, End, Judge, Outcome, Problem, Start, Status,
     Verdict,
 };
-use crate::config::FitConfig;
+use crate::config::{FitConfig, Sampling};
 use crate::data::Rows;
 use crate::loss::BlockLoss;
 use crate::reg::Reg;
@@ -126,6 +126,9 @@ pub(crate) fn run<D: Rows, L: BlockLoss, R: Reg>(
     // The inner problem's shift z = (kappa / l2~) y, unscaled: z l2~ n = kappa n y.
     let mut shift: Vec<f64> = w_start.iter().map(|v| acc.kappa * nf * v).collect();
     let mut state = State::new(problem, loss, reg, inner_l2, l1, bias, row_sq, alpha, shift.clone());
+    if cfg.sampling == Sampling::Gap {
+        state = state.sample_by_gaps();
+    }
 
     // xi_1 = (1 + rho/mu) (P(w_1) - D(alpha_1)).
     let loss_at_start = mean_loss(problem, loss, bias, &w_start);

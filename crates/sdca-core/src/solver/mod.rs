@@ -47,6 +47,7 @@ use crate::loss::{
     SmoothHinge, Squared, SquaredHinge,
 };
 use crate::reg::{soft_threshold, ElasticNet, L2};
+use crate::sampling::GapSampler;
 
 /// Why a fit stopped.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -289,6 +290,10 @@ pub struct RowOutputs {
 pub(crate) trait Coordinate {
     /// Rows that take part in sampling (others have fixed duals).
     fn active(&self) -> &[u32];
+    /// The stored row gaps, indexed by position in [`Coordinate::active`], under gap sampling.
+    fn gaps(&self) -> Option<&GapSampler> {
+        None
+    }
     /// Update the coordinates in `order`.
     fn pass(&mut self, order: &[u32]);
 }
@@ -398,6 +403,16 @@ pub(crate) fn drive<S: Coordinate>(
                 let active = solver.active();
                 for slot in order.iter_mut() {
                     *slot = active[rng.random_range(0..active.len())];
+                }
+            }
+            // Drawn from the gaps stored at the epoch's start; the pass keeps storing fresh ones.
+            Sampling::Gap => {
+                let active = solver.active();
+                for slot in order.iter_mut() {
+                    *slot = match solver.gaps() {
+                        Some(gaps) => active[gaps.draw(rng)],
+                        None => active[rng.random_range(0..active.len())],
+                    };
                 }
             }
         }

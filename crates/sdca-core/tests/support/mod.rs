@@ -188,7 +188,10 @@ impl Objective<'_> {
         let sq = coef.iter().map(|w| w * w).sum::<f64>() + slot * slot;
         let l1 = coef.iter().map(|w| w.abs()).sum::<f64>();
         let value = loss / nf + self.l2 / 2.0 * sq + self.l1 * l1;
-        let error = REL * value + moved / nf + 2.0 * self.l2 * slot * slot * slot_digits + UNDERFLOW;
+        let error = REL * value
+            + moved / nf
+            + 2.0 * self.l2 * slot * slot * slot_digits
+            + self.underflow_of_squares();
         Value { value, error }
     }
 
@@ -225,7 +228,17 @@ impl Objective<'_> {
         let (w, error) = self.model_of(alpha);
         let reg = self.l2 / 2.0 * w.iter().map(|w| w * w).sum::<f64>();
         let moved = self.l2 * w.iter().zip(&error).map(|(w, e)| (w.abs() + e) * e).sum::<f64>();
-        Value { value: -conj / nf - reg, error: REL * (size / nf + reg) + moved + UNDERFLOW }
+        Value {
+            value: -conj / nf - reg,
+            error: REL * (size / nf + reg) + moved + self.underflow_of_squares(),
+        }
+    }
+
+    /// Absolute slack of `(l2 / 2) ||w||^2`: each square below `f64::MIN_POSITIVE` keeps no
+    /// relative precision, and a huge `l2` (the fuzz target reaches `1e219`) magnifies what it
+    /// lost into the range of the objective itself.
+    fn underflow_of_squares(&self) -> f64 {
+        UNDERFLOW + self.l2 * (self.d as f64 + 1.0) * f64::MIN_POSITIVE
     }
 
     /// The rounding allowance of a solver's duality gap evaluated, as DESIGN.md section 3 does,

@@ -1,12 +1,14 @@
-//! Which sequence to update next: uniform, or proportional to the stored block duality gaps.
+//! Which block (a CRF sequence, or a row of a linear fit) to update next: uniform, or
+//! proportional to the stored block duality gaps.
 //!
 //! Gap sampling (`papers/sdca-crf.txt` section 5 and 6.3, note section 3): each visit of
-//! sequence `i` measures its block gap `g_i = KL~(mu_i || nu_i)` for free, and the sampler stores
-//! it until the next visit. With probability `non_uniform` (0.8 in the paper) the next sequence
-//! is drawn with probability `g_i / sum_j g_j`, otherwise uniformly. Every gap starts at
-//! [`INITIAL_GAP`] so that unvisited sequences come first. The stored gaps are stale (measured
-//! before each update); the paper shows gap sampling still beats uniform, while a deterministic
-//! argmax does not converge, so it is not offered.
+//! block `i` measures its block gap (for a CRF `g_i = KL~(mu_i || nu_i)`, for a linear fit the
+//! row's Fenchel-Young gap) for free, and the sampler stores it until the next visit. With
+//! probability `non_uniform` (0.8 in the paper) the next block is drawn with probability
+//! `g_i / sum_j g_j`, otherwise uniformly. Every gap starts at [`INITIAL_GAP`] so that unvisited
+//! blocks come first. The stored gaps are stale (measured before each update); the paper shows
+//! gap sampling still beats uniform, while a deterministic argmax does not converge, so it is
+//! not offered. Uniform sampling is `non_uniform = 0`.
 //!
 //! [`SumTree`] holds the gaps in a flat binary tree of partial sums (leaves at `cap..cap + n`,
 //! `cap` a power of two): an update recomputes each ancestor as `left + right` (no drifting
@@ -15,8 +17,6 @@
 
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
-
-use super::config::CrfSampling;
 
 /// Stored gap of a sequence that was never visited (the paper's "fake" gap).
 pub const INITIAL_GAP: f64 = 100.0;
@@ -97,21 +97,21 @@ impl SumTree {
 /// The sampling rule with its stored gaps.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GapSampler {
-    kind: CrfSampling,
     non_uniform: f64,
     gaps: SumTree,
 }
 
 impl GapSampler {
-    /// `n >= 1` sequences, every stored gap at [`INITIAL_GAP`].
-    pub fn new(kind: CrfSampling, non_uniform: f64, n: usize) -> Self {
-        Self { kind, non_uniform, gaps: SumTree::new(&vec![INITIAL_GAP; n]) }
+    /// `n >= 1` blocks, every stored gap at [`INITIAL_GAP`]; a fraction `non_uniform` of the
+    /// draws follows the gaps (`0`: uniform sampling).
+    pub fn new(non_uniform: f64, n: usize) -> Self {
+        Self { non_uniform, gaps: SumTree::new(&vec![INITIAL_GAP; n]) }
     }
 
-    /// Draws the next sequence.
+    /// Draws the next block.
     pub fn draw(&self, rng: &mut Xoshiro256PlusPlus) -> usize {
         let n = self.gaps.len();
-        if self.kind == CrfSampling::Gap && self.non_uniform > 0.0 {
+        if self.non_uniform > 0.0 {
             let total = self.gaps.total();
             if rng.random::<f64>() < self.non_uniform && total > 0.0 {
                 return self.gaps.find(rng.random::<f64>() * total).min(n - 1);
@@ -120,12 +120,12 @@ impl GapSampler {
         rng.random_range(0..n)
     }
 
-    /// Stores the block gap of sequence `i` (negative or NaN values are stored as 0).
+    /// Stores the block gap of block `i` (negative or NaN values are stored as 0).
     pub fn set_gap(&mut self, i: usize, gap: f64) {
         self.gaps.set(i, if gap > 0.0 && gap.is_finite() { gap } else { 0.0 });
     }
 
-    /// Stored gap of sequence `i`.
+    /// Stored gap of block `i`.
     pub fn gap(&self, i: usize) -> f64 {
         self.gaps.get(i)
     }
@@ -175,7 +175,7 @@ mod tests {
     #[test]
     fn gap_sampling_follows_the_gaps() {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(2);
-        let mut s = GapSampler::new(CrfSampling::Gap, 1.0, 4);
+        let mut s = GapSampler::new(1.0, 4);
         for (i, g) in [1.0, 0.0, 3.0, -5.0].into_iter().enumerate() {
             s.set_gap(i, g);
         }
@@ -190,7 +190,7 @@ mod tests {
         assert!((frac - 0.75).abs() < 0.02, "{frac}");
 
         // Mixed with uniform: P(i) = 0.8 g_i / G + 0.2 / n.
-        let mut s = GapSampler::new(CrfSampling::Gap, 0.8, 4);
+        let mut s = GapSampler::new(0.8, 4);
         for (i, g) in [1.0, 0.0, 3.0, 0.0].into_iter().enumerate() {
             s.set_gap(i, g);
         }
@@ -202,9 +202,9 @@ mod tests {
         assert!((frac1 - 0.05).abs() < 0.01, "{frac1}");
 
         // Uniform ignores the gaps; all-zero gaps fall back to uniform.
-        for kind in [CrfSampling::Uniform, CrfSampling::Gap] {
-            let mut s = GapSampler::new(kind, 0.8, 4);
-            if kind == CrfSampling::Gap {
+        for non_uniform in [0.0, 0.8] {
+            let mut s = GapSampler::new(non_uniform, 4);
+            if non_uniform > 0.0 {
                 (0..4).for_each(|i| s.set_gap(i, 0.0));
             } else {
                 s.set_gap(0, 50.0);
