@@ -61,6 +61,9 @@ pub struct Dense {
     n_rows: usize,
     n_cols: usize,
     name: String,
+    /// One name per feature when the features are separate columns (empty for one vector
+    /// column), so that a bad value's message names its own column.
+    columns: Vec<String>,
 }
 
 /// Features of one fit or prediction call.
@@ -95,7 +98,12 @@ impl Dense {
     /// The validated row-major view.
     pub fn view(&self) -> PolarsResult<DenseView<'_>> {
         let data = &self.buf.as_slice()[self.offset..self.offset + self.n_rows * self.n_cols];
-        DenseView::new(data, self.n_rows, self.n_cols).in_column(&self.name)
+        let column = || {
+            let bad = data.iter().position(|x| !x.is_finite());
+            bad.and_then(|k| self.columns.get(k % self.n_cols.max(1))).unwrap_or(&self.name)
+        };
+        DenseView::new(data, self.n_rows, self.n_cols)
+            .map_err(|e| compute(format!("column {:?}: {e}", column())))
     }
     /// Column name(s), for messages.
     pub fn name(&self) -> &str {
@@ -229,10 +237,13 @@ fn null_rows(s: &Series) -> PolarsResult<Option<Vec<bool>>> {
 }
 
 /// Applies the null policy to all inputs together. Returns the (possibly filtered) inputs and,
-/// when rows were dropped, the original index of each kept row.
+/// when rows were dropped, the original index of each kept row. `can_drop` says whether the
+/// caller accepts `null_policy="drop"` (CRFs do not: a dropped token would split its sequence),
+/// so that the message only suggests what works.
 pub fn apply_null_policy(
     inputs: &[Series],
     policy: &str,
+    can_drop: bool,
 ) -> PolarsResult<(Vec<Series>, Option<Vec<IdxSize>>)> {
     let n = inputs.first().map_or(0, |s| s.len());
     let mut drop: Option<Vec<bool>> = None;
@@ -248,10 +259,12 @@ pub fn apply_null_policy(
             match policy {
                 "raise" => {
                     let r = bad.iter().position(|b| *b).unwrap_or(0);
-                    return Err(compute(format!(
-                        "column {:?}, row {r}: null value; drop or impute it, or pass null_policy=\"drop\"",
-                        s.name()
-                    )));
+                    let fix = if can_drop {
+                        "drop or impute it, or pass null_policy=\"drop\""
+                    } else {
+                        "drop its sequence or impute it"
+                    };
+                    return Err(compute(format!("column {:?}, row {r}: null value; {fix}", s.name())));
                 }
                 "drop" => {
                     let d = drop.get_or_insert_with(|| vec![false; n]);
@@ -340,7 +353,7 @@ fn dense_vector(s: &Series) -> PolarsResult<Dense> {
             "internal error: dense vector buffer shorter than its rows; please report".into(),
         ));
     }
-    Ok(Dense { buf: Buf::from_series(&inner)?, offset, n_rows, n_cols, name })
+    Ok(Dense { buf: Buf::from_series(&inner)?, offset, n_rows, n_cols, name, columns: Vec::new() })
 }
 
 fn dense_columns(cols: &[Series]) -> PolarsResult<Dense> {
@@ -353,8 +366,9 @@ fn dense_columns(cols: &[Series]) -> PolarsResult<Dense> {
             data[i * n_cols + j] = v.unwrap_or(f64::NAN);
         }
     }
-    let name = cols.iter().map(|c| c.name().as_str()).collect::<Vec<_>>().join(", ");
-    Ok(Dense { buf: Buf::Owned(data), offset: 0, n_rows, n_cols, name })
+    let columns: Vec<String> = cols.iter().map(|c| c.name().to_string()).collect();
+    let name = columns.join(", ");
+    Ok(Dense { buf: Buf::Owned(data), offset: 0, n_rows, n_cols, name, columns })
 }
 
 /// Builds the feature input from the feature series (after the null policy).
@@ -425,6 +439,11 @@ pub fn labels(s: &Series, loss: &LossKind) -> PolarsResult<Labels> {
     let dt = s.dtype().clone();
     if loss.is_multiclass() {
         let (y, classes) = encode_classes(s, "multiclass labels")?;
+        if classes.len() == 1 {
+            // Named by its value here: the core only sees class indices.
+            let label = classes.get(0).map(|v| v.to_string()).unwrap_or_default();
+            return Err(sdca_core::SdcaError::OneClass { label }).in_column(&name);
+        }
         return Ok(Labels { y: y.into_iter().map(f64::from).collect(), classes: Some(classes) });
     }
     let (classification, loss) = (loss.is_classification(), loss.name());

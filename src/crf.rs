@@ -165,7 +165,7 @@ struct Group {
 }
 
 fn prepare(inputs: &[Series], kw: &CrfKwargs) -> PolarsResult<Group> {
-    let (inputs, _) = convert::apply_null_policy(inputs, "raise")?;
+    let (inputs, _) = convert::apply_null_policy(inputs, "raise", false)?;
     let (tag, feats, seq) = split(&inputs, &kw.layout)?;
     let (y, labels) = convert::encode_classes(tag, "crf tags")?;
     let features = convert::features(feats, &kw.layout)?;
@@ -456,7 +456,7 @@ pub fn predict(inputs: &[Series], kw: &CrfPredictKwargs) -> PolarsResult<Series>
     if model.len() != n && model.len() != 1 {
         return Err(compute(format!("column {name:?} has {} rows but the features have {n}", model.len())));
     }
-    let (checked, _) = convert::apply_null_policy(&inputs[1..], "raise")?;
+    let (checked, _) = convert::apply_null_policy(&inputs[1..], "raise", false)?;
     let (feats_checked, seq) = checked.split_at(feats.len());
     let seq =
         seq.first().ok_or_else(|| compute("internal error: no sequence input; please report".into()))?;

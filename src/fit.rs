@@ -96,7 +96,7 @@ pub fn check_policies(kw: &FitKwargs) -> PolarsResult<()> {
 pub fn prepare(inputs: &[Series], kw: &FitKwargs, cfg: &FitConfig) -> PolarsResult<Group> {
     let (inputs, warm) = warm_input(inputs, &kw.layout);
     let warm = warm.map(warm_model).transpose()?.flatten();
-    let (inputs, kept) = convert::apply_null_policy(inputs, &kw.layout.null_policy)?;
+    let (inputs, kept) = convert::apply_null_policy(inputs, &kw.layout.null_policy, true)?;
     let (label, feats, weights) = split(&inputs, &kw.layout)?;
     let labels = convert::labels(label, &cfg.loss)?;
     let features = convert::features(feats, &kw.layout)?;

@@ -195,7 +195,7 @@ pub fn predict(inputs: &[Series], kw: &PredictKwargs) -> PolarsResult<Series> {
         )));
     }
     // Rows with null features predict null, whatever the model.
-    let (kept_inputs, kept) = convert::apply_null_policy(&inputs[1..], "drop")?;
+    let (kept_inputs, kept) = convert::apply_null_policy(&inputs[1..], "drop", true)?;
     let mut models = read_models(model)?;
     if let Some(kept) = &kept {
         if model.len() != 1 {

@@ -204,7 +204,7 @@ DATA_CASES: list[Case] = [
         lambda: BASE.with_columns(y=pl.lit(1)),
         lambda: ps.fit("y", X, loss="hinge"),
         ComputeError,
-        "all labels are +1: a classifier needs both classes",
+        "all labels are +1: a classifier needs at least two classes",
     ),
     (
         "label outside the binary domain",
