@@ -17,7 +17,7 @@ RUST_SRC := $(shell find src crates/sdca-core/src -name '*.rs') Cargo.toml crate
 # One build stamp per clone: the venv's editable install points at the clone that built last.
 BUILD_STAMP := $(VENV)/.build-$(shell pwd | cksum | cut -d' ' -f1)
 
-.PHONY: help venv build test test-rust test-python test-compat test-fast lint fmt demo bench bench-quick clean
+.PHONY: help venv build test test-rust fuzz-smoke fuzz-long typecheck test-python test-compat test-fast lint fmt demo bench bench-quick docs clean
 
 help: ## list the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk -F':.*## ' '{printf "  %-12s %s\n", $$1, $$2}'
@@ -56,7 +56,38 @@ test-compat: build $(COMPAT_STAMP) ## pytest (fast set) against the lowest decla
 	PYTHONPATH=python $(COMPAT_VENV)/bin/python -c "import polars; print('polars', polars.__version__)"
 	PYTHONPATH=python $(COMPAT_VENV)/bin/python -m pytest -q -m "not slow" -p no:cacheprovider
 
-test: test-rust test-python test-compat ## everything CI runs
+# Fuzzing (fuzz/, README "Fuzzing"): libFuzzer through libfuzzer-sys, built the way cargo-fuzz
+# builds with `--sanitizer none` (SanitizerCoverage flags, `--cfg fuzzing`, debug assertions and
+# overflow checks), which the stable toolchain accepts; `--target` keeps the flags off build
+# scripts. Each run starts from the committed seeds (past findings) and the corpus it grew last.
+FUZZ_TARGET_DIR ?= $(CACHE)/target-fuzz
+FUZZ_CORPUS ?= $(CACHE)/fuzz-corpus
+FUZZ_TARGETS := csr fit crf
+FUZZ_SECONDS ?= 20
+FUZZ_BIN := $(FUZZ_TARGET_DIR)/x86_64-unknown-linux-gnu/release
+FUZZ_RUSTFLAGS := -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \
+	-Cllvm-args=-sanitizer-coverage-inline-8bit-counters -Cllvm-args=-sanitizer-coverage-pc-table \
+	-Cllvm-args=-sanitizer-coverage-trace-compares --cfg fuzzing -Cdebug-assertions -Coverflow-checks
+
+fuzz-smoke: ## run every fuzz target for FUZZ_SECONDS (default 20 s each)
+	cd fuzz && RUSTFLAGS="$(FUZZ_RUSTFLAGS)" CARGO_TARGET_DIR=$(FUZZ_TARGET_DIR) \
+		cargo build --release --bins --quiet --target x86_64-unknown-linux-gnu
+	for t in $(FUZZ_TARGETS); do \
+		mkdir -p $(FUZZ_CORPUS)/$$t fuzz/seeds/$$t && \
+		$(FUZZ_BIN)/$$t -max_total_time=$(FUZZ_SECONDS) -rss_limit_mb=2048 -timeout=10 \
+			-artifact_prefix=$(FUZZ_CORPUS)/$$t- -print_final_stats=1 \
+			$(FUZZ_CORPUS)/$$t fuzz/seeds/$$t 2>&1 | grep -E "^(stat::number_of_executed_units|Done)|panicked|ERROR|SUMMARY" ; \
+		test $${PIPESTATUS[0]} -eq 0 || exit 1; \
+	done
+
+fuzz-long: ## a long campaign: FUZZ_SECONDS per target (default 3600)
+	$(MAKE) fuzz-smoke FUZZ_SECONDS=$(or $(LONG_SECONDS),3600)
+
+typecheck: venv ## mypy (strict) and ruff on the Python package, tests and scripts
+	$(PY) -m mypy
+	$(VENV)/bin/ruff check python tests benchmarks examples scripts
+
+test: test-rust fuzz-smoke typecheck test-python test-compat ## everything CI runs
 
 test-fast: build ## pytest without the slow real-data tests
 	$(PY) -m pytest -q -m "not slow"
@@ -72,14 +103,25 @@ fmt: venv ## format Rust and Python
 	cargo fmt --all
 	$(VENV)/bin/ruff format python tests benchmarks examples scripts
 
-demo: build ## per-group fits on real data, with a summary
+demo: build ## per-group fits and a CRF named-entity tagger on real data, with summaries
 	$(PY) examples/demo.py
+	$(PY) examples/ner.py --subset 2000
 
 bench: build ## benchmarks against peers; writes benchmarks/results.md and PNG plots
 	$(PY) benchmarks/run.py
 
 bench-quick: build ## the benchmarks in under 5 minutes
 	$(PY) benchmarks/run.py --quick
+
+# The site's own tools go into the same venv: its examples run against the plugin built there.
+DOCS_STAMP := $(VENV)/.docs-$(shell cksum pyproject.toml | cut -d' ' -f1)
+
+$(DOCS_STAMP): $(DEPS_STAMP)
+	$(PY) -m pip install --quiet $$($(PY) scripts/deps.py docs)
+	rm -f $(VENV)/.docs-* && touch $@
+
+docs: build $(DOCS_STAMP) ## the documentation site into site/ (offline, --strict; runs its examples)
+	NO_MKDOCS_2_WARNING=1 $(VENV)/bin/mkdocs build --strict
 
 clean: ## remove the shared venv (the build cache in $(CARGO_TARGET_DIR) stays)
 	rm -rf $(VENV)

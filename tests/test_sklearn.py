@@ -21,7 +21,6 @@ from sklearn.exceptions import ConvergenceWarning
 from sklearn.linear_model import LogisticRegression, Ridge
 from sklearn.svm import LinearSVC
 from sklearn.utils.estimator_checks import (
-    check_class_weight_classifiers,
     check_sample_weight_equivalence_on_dense_data,
     check_sample_weight_equivalence_on_sparse_data,
     parametrize_with_checks,
@@ -45,11 +44,6 @@ PRECISION = (
 EXPECTED_FAILED_CHECKS = {
     "check_sample_weight_equivalence_on_dense_data": PRECISION,
     "check_sample_weight_equivalence_on_sparse_data": PRECISION,
-    "check_class_weight_classifiers": (
-        "class weights 1000 and 1e-4 on unscaled blobs (std 20) need about 6,700 epochs, more "
-        "than the default max_epochs=500 (the check raises only a `max_iter` parameter); passes "
-        "with max_epochs=20000 in test_class_weight_check_with_enough_epochs"
-    ),
 }
 
 
@@ -76,22 +70,22 @@ def test_sklearn_api_checks(estimator: Any, check: Any) -> None:
 @pytest.mark.parametrize(
     "estimator",
     [
-        SDCAClassifier(l2=1e-2, tol=1e-18, max_epochs=5000),
-        SDCAClassifier(C=1.0, tol=1e-18, max_epochs=5000),
+        SDCAClassifier(l2=1e-2, tol=1e-15, max_epochs=3000, check_every=3000, solver="sdca"),
+        SDCAClassifier(C=1.0, tol=1e-15, max_epochs=3000, check_every=3000, solver="sdca"),
         SDCAClassifier(C=1.0, loss="hinge", tol=1e-12, max_epochs=5000),
-        SDCARegressor(l2=1e-2, tol=1e-18, max_epochs=5000),
+        SDCARegressor(l2=1e-2, tol=1e-15, max_epochs=3000, check_every=3000, solver="sdca"),
         SDCARegressor(C=1.0, loss="absolute", tol=1e-12, max_epochs=5000),
     ],
     ids=repr,
 )
 def test_sample_weight_equivalence_near_machine_precision(estimator: Any, check: Any) -> None:
-    # tol below the rounding of P - D: the fit runs until the gap computes as ~0, which pins
-    # w to ~1e-8 (smooth losses at l2 >= 1e-2 or C = 1 on the check's 15 x 30 problem).
+    # Smooth losses: a fixed 3,000 epochs of plain SDCA (one gap check, at the end), where
+    # w = w(alpha) has converged linearly with the duals to rounding. Stopping on the gap
+    # instead is not precise enough: a gap that computes as 0 at rounding level (~1e-19 here)
+    # still allows ||w - w*|| <= sqrt(2 gap / l2) ~ 1e-8, the size of the check's tolerance;
+    # and the accelerated solver (which `auto` picks on these unscaled blobs) returns its primal
+    # iterate, which is pinned only that way.
     check(type(estimator).__name__, estimator)
-
-
-def test_class_weight_check_with_enough_epochs() -> None:
-    check_class_weight_classifiers("SDCAClassifier", SDCAClassifier(max_epochs=20000))
 
 
 # ------------------------------------------------------------------------------------------
@@ -302,7 +296,7 @@ def test_objective_matches_sklearn_at_same_C(loss: str, weighting: str) -> None:
     p_ours = R.primal(Xa, y, weights(ours), loss, l2, s_plugin)
     p_theirs = R.primal(Xa, y, weights(theirs), loss, l2, s_plugin)
     assert (p_ours - ref.lower_bound) / ref.primal <= 1e-8, (p_ours, ref.primal)
-    assert p_theirs >= ref.lower_bound
+    assert p_theirs >= ref.lower_bound - 1e-14 * ref.primal  # rounding of two evaluations
     # never worse than scikit-learn beyond our certified tolerance
     assert p_ours <= p_theirs + 1e-8 * p_ours, (p_ours, p_theirs)
     radius = math.sqrt(2 * max(p_ours - ref.lower_bound, 0.0) / l2) + ref.distance_bound(l2)

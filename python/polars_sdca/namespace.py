@@ -69,7 +69,12 @@ class SdcaNamespace:
         return functions.predict(self._expr, features, kind=kind)
 
     def crf_fit(
-        self, features: IntoFeatures, *, sequence: IntoExpr, **options: Unpack[CrfOptions]
+        self,
+        features: IntoFeatures,
+        *,
+        sequence: IntoExpr,
+        order_by: IntoExpr | None = None,
+        **options: Unpack[CrfOptions],
     ) -> pl.Expr:
         """Fit one linear-chain CRF per group on this tag column; see :func:`polars_sdca.crf_fit`.
 
@@ -81,10 +86,15 @@ class SdcaNamespace:
         >>> df.select(pl.col("t").sdca.crf_fit(["x"], sequence="s")).item()["labels"]
         ['A', 'B']
         """
-        return functions.crf_fit(self._expr, features, sequence=sequence, **options)
+        return functions.crf_fit(self._expr, features, sequence=sequence, order_by=order_by, **options)
 
     def crf_fit_rows(
-        self, features: IntoFeatures, *, sequence: IntoExpr, **options: Unpack[CrfOptions]
+        self,
+        features: IntoFeatures,
+        *,
+        sequence: IntoExpr,
+        order_by: IntoExpr | None = None,
+        **options: Unpack[CrfOptions],
     ) -> pl.Expr:
         """Per-token outputs of this group's CRF; see :func:`polars_sdca.crf_fit_rows`.
 
@@ -97,10 +107,15 @@ class SdcaNamespace:
         >>> out["prediction"].to_list()
         ['A', 'B', 'A']
         """
-        return functions.crf_fit_rows(self._expr, features, sequence=sequence, **options)
+        return functions.crf_fit_rows(self._expr, features, sequence=sequence, order_by=order_by, **options)
 
     def crf_predict(
-        self, features: IntoFeatures, *, sequence: IntoExpr, n_features: int | None = None
+        self,
+        features: IntoFeatures,
+        *,
+        sequence: IntoExpr,
+        order_by: IntoExpr | None = None,
+        n_features: int | None = None,
     ) -> pl.Expr:
         """Viterbi tags with the CRF model in this column; see :func:`polars_sdca.crf_predict`.
 
@@ -113,4 +128,6 @@ class SdcaNamespace:
         >>> df.join(m, how="cross").select(pl.col("m").sdca.crf_predict(["x"], sequence="s"))["m"].to_list()
         ['A', 'B', 'A']
         """
-        return functions.crf_predict(self._expr, features, sequence=sequence, n_features=n_features)
+        return functions.crf_predict(
+            self._expr, features, sequence=sequence, order_by=order_by, n_features=n_features
+        )

@@ -333,8 +333,8 @@ class SDCAClassifier(ClassifierMixin, _SDCAModel):  # type: ignore[misc]
         Parameters of "smooth_hinge" and "epsilon_insensitive".
     solver : {"auto", "sdca", "accelerated"}, default="auto"
         Plugin solver (see :func:`polars_sdca.fit`).
-    sampling : {"permutation", "uniform"}, default="permutation"
-        Coordinate order.
+    sampling : {"permutation", "uniform", "gap"}, default="permutation"
+        Coordinate order (see :func:`polars_sdca.fit`).
     tol : float, default=1e-6
         Stop when the duality gap ``<= tol * primal``.
     max_epochs, check_every : int, default=500, 1
