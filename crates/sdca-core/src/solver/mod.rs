@@ -1041,7 +1041,12 @@ pub fn row_outputs<D: Rows>(
     if k != problem.n_outputs || fit.alpha.len() != n * k || fit.coef.len() != d * k {
         return Err(SdcaError::Internal("row_outputs: fit does not match the problem".into()));
     }
-    with_loss!(cfg.loss, k, |loss| Ok(rows_for(problem, loss, fit)))
+    let rows = with_loss!(cfg.loss, k, |loss| rows_for(problem, loss, fit));
+    // Rows outside the objective (zero weight) can overflow where the fit itself did not.
+    if rows.decision.iter().chain(&rows.gap).any(|v| !v.is_finite()) {
+        return Err(SdcaError::NonFiniteResult { what: "the per-row decision values" });
+    }
+    Ok(rows)
 }
 
 fn rows_for<D: Rows, L: BlockLoss>(problem: &Problem<'_, D>, loss: L, fit: &FitResult) -> RowOutputs {
