@@ -60,6 +60,8 @@ OPTION_CASES: list[tuple[str, dict, type[Exception], str]] = [
     ("epsilon negative", {"loss": "epsilon_insensitive", "epsilon": -1.0}, ValueError, "`epsilon`"),
     ("intercept_scaling zero", {"intercept_scaling": 0.0}, ValueError, "`intercept_scaling`"),
     ("max_seconds zero", {"max_seconds": 0.0}, ValueError, "`max_seconds`"),
+    ("max_memory zero", {"max_memory": 0}, ValueError, "`max_memory`"),
+    ("max_memory float", {"max_memory": 1e9}, TypeError, "max_memory must be an integer"),
     ("on_error unknown", {"on_error": "ignore"}, ValueError, "`on_error`"),
     ("null_policy unknown", {"null_policy": "skip"}, ValueError, "`null_policy`"),
     ("l2 string", {"l2": "small"}, TypeError, "l2 must be a number"),
@@ -368,6 +370,28 @@ def test_on_error_null_isolates_the_failed_group() -> None:
     assert out.filter(pl.col("g") == 0)["coef"].item().to_list() == alone["coef"]
     with pytest.raises(ComputeError, match="all labels are"):
         df.group_by("g").agg(pl.col("y").sdca.fit(X, loss="hinge", l2=0.1))
+
+
+def test_max_memory_refuses_the_large_group_only() -> None:
+    """``max_memory`` sizes each group's fit before it allocates: the big group fails with both
+    numbers (a null model with ``on_error="null"``), the small ones fit as without a cap."""
+    small = BASE.with_columns(g=pl.lit(0))
+    big = pl.concat([BASE] * 40).with_columns(g=pl.lit(1))
+    df = pl.concat([small, big])
+    d = len(X)
+    limit = 16 * small.height + 24 * small.height + 56 * (d + 1) + 100  # between the two sizes
+    opts = {"loss": "hinge", "l2": 0.1, "max_memory": limit}
+    out = (
+        df.group_by("g")
+        .agg(pl.col("y").sdca.fit(X, on_error="null", **opts).alias("m"))
+        .sort("g")
+        .unnest("m")
+    )
+    assert out["coef"].is_null().to_list() == [False, True]
+    needed = 16 * big.height + 24 * big.height + 56 * (d + 1)
+    assert f"the linear fit needs about {needed} bytes > max_memory {limit}" in out["status"][1]
+    with pytest.raises(ComputeError, match="raise max_memory, or fit fewer rows"):
+        big.select(ps.fit("y", X, **opts))  # type: ignore[arg-type]
 
 
 def test_null_policy_drop_matches_prefiltered_fit() -> None:

@@ -64,6 +64,8 @@ impl Params {
             fit_intercept: self.fit_intercept,
             intercept_scaling: self.intercept_scaling.get(),
             max_seconds: None,
+            // Not drawn: a new field would change how the committed seeds decode.
+            max_memory: None,
             inner_epochs: self.inner_epochs.map(|k| k as i64 % 9),
         }
     }

@@ -57,6 +57,7 @@ class FitOptions(TypedDict, total=False):
     warm_start: IntoExpr | dict[str, Any] | pl.DataFrame | pl.Series | None
     n_features: int | None
     max_seconds: float | None
+    max_memory: int | None
     null_policy: NullPolicy
     on_error: OnError
 

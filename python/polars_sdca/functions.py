@@ -45,6 +45,7 @@ _DEFAULTS: dict[str, Any] = {
     "warm_start": None,
     "n_features": None,
     "max_seconds": None,
+    "max_memory": None,
     "null_policy": "raise",
     "on_error": "raise",
 }
@@ -84,7 +85,7 @@ def _feature_exprs(features: IntoFeatures) -> list[pl.Expr]:
 
 
 def _number(name: str, value: object, kind: type) -> float | int | None:
-    if value is None and name in ("max_seconds", "n_features"):
+    if value is None and name in ("max_seconds", "max_memory", "n_features"):
         return None
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         msg = f"{name} must be a number, got {type(value).__name__} {value!r}"
@@ -152,7 +153,7 @@ def _fit_call(
     kwargs: dict[str, Any] = {}
     for name in (*_FLOATS, "max_seconds"):
         kwargs[name] = _number(name, opts[name], float)
-    for name in _INTS:
+    for name in (*_INTS, "max_memory"):
         kwargs[name] = _number(name, opts[name], int)
     for name in _STRINGS:
         kwargs[name] = _string(name, opts[name])
@@ -227,6 +228,11 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
             Width of sparse features (default: largest index + 1 in the group).
         max_seconds : float, optional
             Time budget; the fit stops after the epoch that exceeds it, not converged.
+        max_memory : int, optional
+            Bytes the solver may allocate per fit (duals, row norms and model arrays, about
+            ``16 n k + 24 n + 56 (d + 1) k`` for ``n`` rows, ``d`` features and ``k`` scores
+            per row); a larger fit fails before it starts, naming both numbers. The input
+            columns are not counted.
         null_policy : {"raise", "drop"}
             Rows with nulls raise (default) or are dropped.
         on_error : {"raise", "null"}

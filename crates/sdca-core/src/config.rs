@@ -100,6 +100,9 @@ pub struct FitParams {
     pub intercept_scaling: f64,
     /// Wall-clock budget in seconds, checked after each epoch.
     pub max_seconds: Option<f64>,
+    /// Refuse to start when the solver's estimated storage ([`crate::solver::memory_estimate`])
+    /// exceeds this many bytes; `>= 1`.
+    pub max_memory: Option<i64>,
     /// Accelerated solver only: `None` (default) runs each inner Prox-SDCA call until its gap
     /// meets the target of `accelerated-prox-sdca.txt` Figure 2; `Some(k)`, `k >= 1`, runs exactly
     /// `k` epochs per inner call with no inner gap check (the practical variant of Remark 1,
@@ -124,6 +127,7 @@ impl Default for FitParams {
             fit_intercept: true,
             intercept_scaling: 1.0,
             max_seconds: None,
+            max_memory: None,
             inner_epochs: None,
         }
     }
@@ -182,6 +186,8 @@ pub struct FitConfig {
     pub intercept_scaling: f64,
     /// Wall-clock budget.
     pub max_seconds: Option<f64>,
+    /// Storage cap in bytes for the solver's own arrays.
+    pub max_memory: Option<u64>,
     /// Asked after every epoch: `true` stops the fit with [`crate::solver::Status::Interrupted`]
     /// (the plugin passes its SIGINT check, so Ctrl-C stops a long `collect()`). `None` after
     /// `check`; the caller sets it.
@@ -294,6 +300,11 @@ impl FitParams {
         if let Some(s) = self.max_seconds {
             finite_in("max_seconds", s, s > 0.0, "> 0")?;
         }
+        let max_memory = match self.max_memory {
+            None => None,
+            Some(m) if m >= 1 => Some(m as u64),
+            Some(m) => return Err(invalid("max_memory", format!("got {m}; must be >= 1 (bytes), or None"))),
+        };
         let inner_epochs = match self.inner_epochs {
             None => None,
             Some(k) if (1..=u32::MAX as i64).contains(&k) => Some(k as u32),
@@ -318,6 +329,7 @@ impl FitParams {
             seed: self.seed as u64,
             intercept_scaling: if self.fit_intercept { scaling } else { 0.0 },
             max_seconds: self.max_seconds,
+            max_memory,
             interrupt: None,
             inner_epochs,
             _checked: (),
@@ -364,6 +376,7 @@ mod tests {
             (FitParams { sampling: "cyclic".into(), ..Default::default() }, "sampling"),
             (FitParams { loss: "smooth_hinge".into(), smoothing: 0.0, ..Default::default() }, "smoothing"),
             (FitParams { seed: -3, ..Default::default() }, "seed"),
+            (FitParams { max_memory: Some(0), ..Default::default() }, "max_memory"),
         ];
         for (p, name) in cases {
             let err = p.check().unwrap_err();

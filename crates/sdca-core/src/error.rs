@@ -144,8 +144,12 @@ pub enum SdcaError {
         max: usize,
     },
     /// The estimated memory of a fit exceeds `max_memory`.
-    #[error("the crf fit needs about {needed} bytes > max_memory {limit}; raise max_memory, use fewer labels or shorter sequences, or fit fewer sequences per group")]
+    #[error("the {what} fit needs about {needed} bytes > max_memory {limit}; raise max_memory, or {advice}")]
     MemoryLimit {
+        /// `"crf"` or `"linear"`.
+        what: &'static str,
+        /// How to make the fit smaller.
+        advice: &'static str,
         /// Estimated bytes (dual marginals, weights and work buffers).
         needed: u64,
         /// The configured cap.

@@ -20,4 +20,4 @@ pub mod solver;
 pub use config::{FitConfig, FitParams, Interrupt, SolverKind};
 pub use data::{CsrView, DenseView, Rows};
 pub use error::{Result, SdcaError};
-pub use solver::{fit, fit_from, row_outputs, FitResult, Problem, RowOutputs, Status, Warm};
+pub use solver::{fit, fit_from, memory_estimate, row_outputs, FitResult, Problem, RowOutputs, Status, Warm};

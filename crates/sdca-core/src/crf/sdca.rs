@@ -637,7 +637,12 @@ pub fn crf_fit<D: TokenRows>(problem: &CrfProblem<'_, D>, cfg: &CrfConfig) -> Re
     let memory_bytes = memory_estimate(problem.n_tokens(), n, k, a, problem.max_len());
     if let Some(limit) = cfg.max_memory {
         if memory_bytes > limit {
-            return Err(SdcaError::MemoryLimit { needed: memory_bytes, limit });
+            return Err(SdcaError::MemoryLimit {
+                what: "crf",
+                advice: "use fewer labels or shorter sequences, or fit fewer sequences per group",
+                needed: memory_bytes,
+                limit,
+            });
         }
     }
     // No buffer can exceed `isize::MAX` bytes; this also keeps every size below from overflowing.
@@ -1241,7 +1246,7 @@ mod tests {
         assert!(err.to_string().contains("sequence 1 (rows 2..7) has length 5 > max_sequence_length 4"));
         let cfg = CrfParams { max_memory: Some(1000), ..params() }.check().unwrap();
         let err = crf_fit(&p, &cfg).unwrap_err();
-        assert!(matches!(err, SdcaError::MemoryLimit { limit: 1000, needed } if needed > 1000), "{err}");
+        assert!(matches!(err, SdcaError::MemoryLimit { limit: 1000, needed, .. } if needed > 1000), "{err}");
         let cfg = CrfParams { max_memory: Some(1 << 30), max_sequence_length: Some(5), ..params() }
             .check()
             .unwrap();

@@ -781,6 +781,17 @@ pub fn fit_from<D: Rows>(
     warm: Option<&Warm<'_>>,
 ) -> Result<FitResult> {
     let (d, k) = (problem.x.n_cols(), problem.n_outputs);
+    if let Some(limit) = cfg.max_memory {
+        let needed = memory_estimate(problem.n(), d, k);
+        if needed > limit {
+            return Err(SdcaError::MemoryLimit {
+                what: "linear",
+                advice: "fit fewer rows, features or classes per group",
+                needed,
+                limit,
+            });
+        }
+    }
     // The solvers' feature-major layout: slot `j k + c`, the intercept feature in row `d`.
     let mut w = vec![0.0; (d + 1) * k];
     if let Some(m) = warm {
@@ -1028,6 +1039,17 @@ fn certify_plain<D: Rows, L: BlockLoss>(
     Outcome { gap_trace, status, solver, outer_iterations, ..plain }
 }
 
+/// Bytes a linear fit of `n` rows, `d` features and `k` scores per row allocates, an upper
+/// estimate checked against `max_memory` before it starts: `n k` duals and the result's copy,
+/// two row norms and two `u32` row lists per row, and up to seven `(d + 1) k` model arrays
+/// (dual sum, primal point, start, result; the accelerated solver's shift, extrapolation and best
+/// iterate). The input data is borrowed, not counted.
+pub fn memory_estimate(n: usize, d: usize, k: usize) -> u64 {
+    let (n, d, k) = (n as u128, d as u128 + 1, k as u128);
+    let bytes = 16 * n * k + 24 * n + 56 * d * k;
+    u64::try_from(bytes).unwrap_or(u64::MAX)
+}
+
 /// Per-row decision values and weighted block gaps of a fitted model on its training rows.
 ///
 /// The gaps are the Fenchel-Young gaps of (`coef`, `alpha`); see [`FitResult`] for what their
@@ -1145,6 +1167,29 @@ mod tests {
 
     fn params(loss: &str, l2: f64, l1: f64) -> FitParams {
         FitParams { loss: loss.into(), l2, l1, tol: 1e-8, max_epochs: 20_000, ..Default::default() }
+    }
+
+    #[test]
+    fn max_memory_refuses_a_fit_before_it_allocates() {
+        let (x, y) = toy(50, 4, true, 1);
+        let view = DenseView::new(&x, 50, 4).unwrap();
+        let needed = memory_estimate(50, 4, 1);
+        assert_eq!(needed, 16 * 50 + 24 * 50 + 56 * 5);
+        for (limit, ok) in [(needed - 1, false), (needed, true)] {
+            let cfg = FitParams { max_memory: Some(limit as i64), ..params("logistic", 1e-2, 0.0) }
+                .check()
+                .unwrap();
+            let p = Problem::new(&view, &y, None, cfg.loss).unwrap();
+            match fit(&p, &cfg) {
+                Ok(r) => assert!(ok && r.converged()),
+                Err(e) => {
+                    assert!(!ok && matches!(e, SdcaError::MemoryLimit { what: "linear", .. }), "{e}");
+                    assert!(e
+                        .to_string()
+                        .contains(&format!("needs about {needed} bytes > max_memory {limit}")));
+                }
+            }
+        }
     }
 
     #[test]
