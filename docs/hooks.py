@@ -112,7 +112,14 @@ def on_page_markdown(markdown: str, **_: Any) -> str:
     return _BLOCK.sub(_gate, markdown) if 'data="' in markdown else markdown
 
 
-_BENCHMARK_FILES = ("README.md", "results.md", "results_prox.md", "results_crf.md", "*.png")
+_BENCHMARK_FILES = (
+    "README.md",
+    "results.md",
+    "results_prox.md",
+    "results_multiclass.md",
+    "results_crf.md",
+    "*.png",
+)
 
 
 def on_files(files: Files, config: MkDocsConfig) -> Files:
