@@ -44,7 +44,7 @@ use crate::data::Rows;
 use crate::error::{Result, SdcaError};
 use crate::loss::{
     Absolute, BlockLoss, EpsilonInsensitive, Hinge, Logistic, LossKind, MulticlassHinge, Multinomial,
-    SmoothHinge, Squared, SquaredHinge,
+    Quantile, SmoothHinge, Squared, SquaredHinge,
 };
 use crate::reg::{soft_threshold, ElasticNet, L2};
 
@@ -595,7 +595,7 @@ pub(crate) fn use_accelerated(kind: SolverKind, gamma: f64, r2: f64, l2: f64, n:
     }
     let condition = r2 / (gamma * l2);
     match kind {
-        SolverKind::Sdca => false,
+        SolverKind::Sdca | SolverKind::Pdprox => false,
         // The shift kappa n w multiplies the squared row norms by n: at extreme feature scales it
         // overflows, while plain SDCA's updates are scale-free, so auto keeps those on SDCA.
         SolverKind::Auto => condition > 10.0 * n as f64 && r2 * (n as f64) < 1e150,
@@ -730,6 +730,10 @@ macro_rules! with_loss {
             }
             LossKind::EpsilonInsensitive { epsilon } => {
                 let $l = EpsilonInsensitive { epsilon };
+                $body
+            }
+            LossKind::Quantile { quantile } => {
+                let $l = Quantile { quantile };
                 $body
             }
             LossKind::MulticlassHinge { smoothing } => {
