@@ -31,6 +31,7 @@
 //!   `s_i` scales the loss of row `i`, so its smoothness, as `||x_i||^2` does.
 
 pub mod accelerated;
+pub mod pdprox;
 pub mod sdca;
 
 use std::time::Instant;
@@ -800,7 +801,11 @@ pub fn fit_from<D: Rows>(
         }
     }
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);
-    let fit = with_loss!(cfg.loss, k, |loss| solve(problem, loss, cfg, w, &mut rng))?;
+    let fit = if cfg.solver == SolverKind::Pdprox {
+        pdprox::fit(problem, cfg, w, &mut rng)?
+    } else {
+        with_loss!(cfg.loss, k, |loss| solve(problem, loss, cfg, w, &mut rng))?
+    };
     // Valid but extreme input (values near 1e150, a tiny l2 against large data) can overflow
     // inside the solver; NaN or infinity in a model is garbage, so it is an error instead.
     let c = &fit.certificate;
