@@ -20,8 +20,9 @@ pub enum SolverKind {
     /// to plain Prox-SDCA (reported as `"sdca"`) when it is not.
     Accelerated,
     /// Primal-dual prox (`pdprox.txt`, `papers/notes/pdprox.md`): full passes, for non-smooth
-    /// losses with a box-constrained linear dual (hinge, absolute, epsilon_insensitive, quantile)
-    /// and non-smooth regularizers (L1, elastic net, group norms), `l2 = 0` allowed.
+    /// losses with a box-constrained linear dual (hinge, absolute, epsilon_insensitive, quantile;
+    /// also squared) and non-smooth regularizers (L1, elastic net, group norms), `l2 = 0`
+    /// allowed.
     Pdprox,
 }
 
@@ -341,13 +342,13 @@ impl FitParams {
             SolverKind::NAMES,
             &[SolverKind::Auto, SolverKind::Sdca, SolverKind::Accelerated, SolverKind::Pdprox],
         )?;
-        if solver == SolverKind::Pdprox && !loss.has_box_linear_dual() {
+        if solver == SolverKind::Pdprox && !loss.pdprox_ready() {
             return Err(invalid(
                 "solver",
                 format!(
                     "\"pdprox\" needs a loss with a box-constrained linear dual (hinge, absolute, \
-                     epsilon_insensitive, quantile) and loss {:?} has none; use solver=\"sdca\" or \
-                     \"auto\" for it, or one of those losses",
+                     epsilon_insensitive, quantile) or squared, and loss {:?} is neither; use \
+                     solver=\"sdca\" or \"auto\" for it, or one of those losses",
                     loss.name()
                 ),
             ));
@@ -511,7 +512,10 @@ mod tests {
             (FitParams { loss: "quantile".into(), quantile: 1.0, ..Default::default() }, "quantile"),
             (FitParams { loss: "quantile".into(), quantile: 0.0, ..Default::default() }, "quantile"),
             (FitParams { solver: "pdprox".into(), ..Default::default() }, "solver"),
-            (FitParams { solver: "pdprox".into(), loss: "squared".into(), ..Default::default() }, "solver"),
+            (
+                FitParams { solver: "pdprox".into(), loss: "squared_hinge".into(), ..Default::default() },
+                "solver",
+            ),
             (FitParams { groups: Some(vec![0, 1]), l1: 1e-3, ..Default::default() }, "groups"),
             (pdprox("hinge", FitParams { groups: Some(vec![0, 1]), ..Default::default() }), "groups"),
             (pdprox("hinge", FitParams { groups: Some(vec![]), l1: 0.1, ..Default::default() }), "groups"),
@@ -548,7 +552,7 @@ mod tests {
         let g = cfg.groups.unwrap();
         assert_eq!((g.of, g.n_groups, g.norm), (vec![0, 1, 0], 2, GroupNorm::L2));
         assert_eq!((cfg.output, cfg.pdprox_variant), (PdproxOutput::Last, PdproxVariant::Dual));
-        for loss in ["hinge", "absolute", "epsilon_insensitive", "quantile"] {
+        for loss in ["hinge", "absolute", "epsilon_insensitive", "quantile", "squared"] {
             assert!(pdprox(loss, FitParams::default()).check().is_ok(), "{loss}");
         }
         let msg = pdprox("logistic", FitParams::default()).check().unwrap_err().to_string();

@@ -237,9 +237,16 @@ impl LossKind {
 
     /// Whether the loss is a maximum of linear functions over a box of duals, so
     /// `phi*(-alpha)` is linear (or, for `epsilon_insensitive`, linear plus `epsilon |alpha|`) on
-    /// a box: the losses `solver="pdprox"` accepts (`papers/notes/pdprox.md` section 3.1).
+    /// a box (`papers/notes/pdprox.md` section 3.1): Pdprox's bilinear saddle form.
     pub fn has_box_linear_dual(&self) -> bool {
         matches!(self, Self::Hinge | Self::Absolute | Self::EpsilonInsensitive { .. } | Self::Quantile { .. })
+    }
+
+    /// The losses `solver="pdprox"` accepts: the box-linear ones, and `squared`, whose dual
+    /// step ([`Loss::dual_step`]) is also the exact prox of its conjugate (Chambolle-Pock's dual
+    /// step with a quadratic `phi*`).
+    pub fn pdprox_ready(&self) -> bool {
+        self.has_box_linear_dual() || matches!(self, Self::Squared)
     }
 
     /// Whether labels must be binary classes.

@@ -213,7 +213,9 @@ pub struct Certificate {
 /// `coef` its exact primal partner, so [`row_outputs`]' row gaps average to `solved_gap`. For
 /// `"accelerated"` they are the duals of the last inner (proximal) problem: every `alpha_i` is
 /// feasible and converges to the optimal dual, but the row gaps average to that inner problem's
-/// gap, not to `certificate.gap`.
+/// gap, not to `certificate.gap`. For `"pdprox"` they are the feasible duals `theta` of its
+/// certificate ([`pdprox`]); their row gaps are non-negative, and the regularizer's
+/// Fenchel-Young term makes up the rest of `certificate.gap`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FitResult {
     /// Weights, `d` per output, output-major: `coef[c d + j]` is feature `j`'s weight for score
@@ -236,7 +238,7 @@ pub struct FitResult {
     /// with the inner gap target; with `inner_epochs`, the first one ending at least
     /// `check_every` epochs after the previous check).
     pub gap_trace: Vec<f64>,
-    /// Name of the solver that ran: `"sdca"` or `"accelerated"`.
+    /// Name of the solver that ran: `"sdca"`, `"accelerated"` or `"pdprox"`.
     pub solver: &'static str,
     /// The L2 weight of the problem actually solved: the config's `l2`, or for the Lasso
     /// (`l2 = 0`) the reduction's `tol P(0) / B^2`.
@@ -284,6 +286,8 @@ pub struct RowOutputs {
     pub decision: Vec<f64>,
     /// Weighted block gaps `s_i (phi + phi* + alpha a)`; their mean is the model's gap.
     pub gap: Vec<f64>,
+    /// Weighted loss terms `s_i phi(x_i . w + b, y_i)`; their mean is the loss part of `P`.
+    pub loss: Vec<f64>,
 }
 
 /// One solver's contribution to the loop: a pass of coordinate updates.
@@ -1022,7 +1026,8 @@ fn certify_plain<D: Rows, L: BlockLoss>(
     Outcome { gap_trace, status, solver, outer_iterations, ..plain }
 }
 
-/// Per-row decision values and weighted block gaps of a fitted model on its training rows.
+/// Per-row decision values, weighted block gaps and weighted loss terms of a fitted model on its
+/// training rows.
 ///
 /// The gaps are the Fenchel-Young gaps of (`coef`, `alpha`); see [`FitResult`] for what their
 /// mean certifies with each solver.
@@ -1050,13 +1055,15 @@ fn rows_for<D: Rows, L: BlockLoss>(problem: &Problem<'_, D>, loss: L, fit: &FitR
     }
     let mut decision = vec![0.0; n * k];
     let mut gap = Vec::with_capacity(n);
+    let mut losses = Vec::with_capacity(n);
     for (i, scores) in decision.chunks_exact_mut(k).enumerate() {
         sdca::scores_into(problem.x, i, &w, 1.0, scores);
         let s = problem.weight(i);
         let alpha = &fit.alpha[i * k..(i + 1) * k];
         gap.push(if s > 0.0 { (s * loss.block_gap(alpha, scores, problem.y[i])).max(0.0) } else { 0.0 });
+        losses.push(if s > 0.0 { s * loss.value(scores, problem.y[i]) } else { 0.0 });
     }
-    RowOutputs { decision, gap }
+    RowOutputs { decision, gap, loss: losses }
 }
 
 #[cfg(test)]

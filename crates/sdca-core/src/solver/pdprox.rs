@@ -25,7 +25,9 @@
 //! `-phi*(-b) - b z - (q/2)(b - alpha)^2`. For hinge, absolute and quantile it is the paper's
 //! `Proj(alpha + gamma G_alpha)` (clip to the box); for epsilon_insensitive with one dual per row
 //! it is the prox of the `epsilon |b|` term plus the box, which is Chambolle-Pock's dual step (the
-//! note's section 2.5: Algorithm 3 is CP with theta = 1; its analysis covers any prox).
+//! note's section 2.5: Algorithm 3 is CP with theta = 1; its analysis covers any prox). The same
+//! holds for `squared`, whose conjugate is quadratic: it is accepted too (a smooth loss, but the
+//! group penalties are still only reachable here).
 //!
 //! **Step.** `gamma = 1 / sqrt(2c)`, `c >= ||H||^2` (Lemma 3), with `||H||^2` estimated by
 //! [`POWER_STEPS`] power-iteration steps on `X~^T S^2 X~` from a seeded start, inflated by 2% and
@@ -38,8 +40,9 @@
 //! phi*(-theta_i) - R*((1/n) X~^T (s theta))` needs a feasible `theta`: with an intercept and
 //! `l2 = 0` the unpenalised coordinate requires `sum_i s_i theta_i = 0`, met by scaling down the side (positive
 //! or negative `s_i alpha_i`) with the larger sum; for `l2 = 0`, `R*` is the indicator of
-//! `||u||_* <= l1`, met by the rescale `c = min(1, l1 / ||u||_*)`; for `l2 > 0` the best `c` in
-//! `[0, 1]` is found by golden section (`D(c theta)` is concave in `c`). Each `theta_i` is a
+//! `||u||_* <= l1`, met by the rescale `c <= c_max = min(1, l1 / ||u||_*)`; for `l2 > 0`,
+//! `c_max = 1`. The best `c` in `[0, c_max]` is an endpoint when `D(c theta)` is linear there
+//! (box-linear losses with `l2 = 0`), else found by golden section (it is concave in `c`). Each `theta_i` is a
 //! convex combination of `alpha_i` and 0, both in the box, so `theta` is feasible and
 //! `gap = P(w) - D(theta) >= P(w) - P(w*)`. Candidates: the averaged duals (Theorem 6) and the
 //! last ones (CP's last iterate often converges faster on these piecewise-linear problems); the
@@ -53,7 +56,7 @@ use super::{drive, Budget, Certificate, Clock, Coordinate, FitResult, Problem, S
 use crate::config::{FitConfig, PdproxOutput, PdproxVariant};
 use crate::data::Rows;
 use crate::error::{Result, SdcaError};
-use crate::loss::{Absolute, EpsilonInsensitive, Hinge, Loss, LossKind, Quantile};
+use crate::loss::{Absolute, EpsilonInsensitive, Hinge, Loss, LossKind, Quantile, Squared};
 use crate::reg::{ProxPenalty, ProxScratch};
 
 /// Power-iteration steps of the step-size estimate (the note suggests 20-50).
@@ -94,6 +97,7 @@ pub fn fit<D: Rows>(
             Ok(run(problem, EpsilonInsensitive { epsilon }, cfg, w, rng))
         }
         LossKind::Quantile { quantile } => Ok(run(problem, Quantile { quantile }, cfg, w, rng)),
+        LossKind::Squared => Ok(run(problem, Squared, cfg, w, rng)),
         other => Err(SdcaError::Internal(format!(
             "pdprox reached with loss {:?}, which the config rejects; please report",
             other.name()
@@ -153,6 +157,8 @@ struct Pdprox<'p, 'a, D: Rows, L: Loss> {
     variant: PdproxVariant,
     output: PdproxOutput,
     tol: f64,
+    /// Whether `phi*` is linear on rays from 0 in the dual box ([`LossKind::has_box_linear_dual`]).
+    linear: bool,
     /// Primal iterate, `d + 1` (last: the intercept feature's weight).
     w: Vec<f64>,
     /// `"primal"`: the corrected primal copy `u`.
@@ -279,18 +285,20 @@ impl<D: Rows, L: Loss> Pdprox<'_, '_, D, L> {
             -conj / nf - pen.conj(&cu, scratch) - bias_conj(c)
         };
         let mut scratch = std::mem::take(&mut self.scratch);
-        let (scale, value) = if self.pen.l2 == 0.0 {
-            // R* is an indicator: D(c theta) is linear on the feasible [0, c_max] (the losses'
-            // conjugates are linear, or linear plus epsilon |.|, on rays from 0), so an endpoint
-            // is best. A hair inside the ball so that rounding cannot leave it.
-            let norm = self.pen.dual_norm(&u);
-            let c_max = if norm > self.pen.l1 { self.pen.l1 / norm * (1.0 - 1e-12) } else { 1.0 };
+        // With l2 = 0, R* is an indicator: c_max keeps c u in the ball (a hair inside so that
+        // rounding cannot leave it).
+        let norm = self.pen.dual_norm(&u);
+        let c_max =
+            if self.pen.l2 == 0.0 && norm > self.pen.l1 { self.pen.l1 / norm * (1.0 - 1e-12) } else { 1.0 };
+        let (scale, value) = if self.pen.l2 == 0.0 && self.linear {
+            // D(c theta) is linear on [0, c_max] (the conjugates are linear, or linear plus
+            // epsilon |.|, on rays from 0): an endpoint is best.
             [(0.0, at(0.0, &mut scratch, &self.pen)), (c_max, at(c_max, &mut scratch, &self.pen))]
                 .into_iter()
                 .fold((0.0, f64::NEG_INFINITY), |b, cv| if cv.1 > b.1 { cv } else { b })
         } else {
             let ratio = (5f64.sqrt() - 1.0) / 2.0;
-            let (mut lo, mut hi) = (0.0f64, 1.0f64);
+            let (mut lo, mut hi) = (0.0f64, c_max);
             for _ in 0..40 {
                 let (m1, m2) = (hi - ratio * (hi - lo), lo + ratio * (hi - lo));
                 if at(m1, &mut scratch, &self.pen) < at(m2, &mut scratch, &self.pen) {
@@ -299,7 +307,7 @@ impl<D: Rows, L: Loss> Pdprox<'_, '_, D, L> {
                     hi = m2;
                 }
             }
-            [0.5 * (lo + hi), 0.0, 1.0]
+            [0.5 * (lo + hi), 0.0, c_max]
                 .into_iter()
                 .map(|c| (c, at(c, &mut scratch, &self.pen)))
                 .fold((0.0, f64::NEG_INFINITY), |b, cv| if cv.1 > b.1 { cv } else { b })
@@ -427,6 +435,7 @@ fn run<D: Rows, L: Loss>(
         variant: cfg.pdprox_variant,
         output: cfg.output,
         tol: cfg.tol,
+        linear: cfg.loss.has_box_linear_dual(),
         u: w.clone(),
         w,
         alpha: vec![0.0; n],
@@ -690,6 +699,25 @@ mod tests {
             assert_eq!(pd.status, Status::Converged, "{loss}: {a:?}");
             assert!((a.primal - b.primal).abs() <= a.gap + b.gap + 1e-12, "{loss}: {a:?} vs {b:?}");
             assert!(a.primal >= b.dual - 1e-12 && b.primal >= a.dual - 1e-12, "{loss}: {a:?} vs {b:?}");
+        }
+    }
+
+    /// Squared loss with L1 and `l2 = 0` is the Lasso: against cyclic coordinate descent.
+    #[test]
+    fn squared_loss_matches_the_lasso() {
+        let (n, d, l1) = (40, 5, 0.02);
+        for intercept in [false, true] {
+            let p = FitParams { fit_intercept: intercept, tol: 1e-8, ..params("squared", 0.0, l1) };
+            let (r, x, y) = fit_toy(n, d, p);
+            let (w, b, objective) = crate::solver::testing::lasso_cd(&x, &y, d, l1, intercept);
+            let c = r.certificate;
+            assert_eq!(r.status, Status::Converged, "{c:?}");
+            assert!(
+                c.primal - objective <= c.gap + 1e-12 && c.primal >= objective - 1e-12,
+                "{c:?} vs {objective}"
+            );
+            let dist: f64 = r.coef.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
+            assert!(dist < 1e-3 && (r.intercept[0] - b).abs() < 1e-3, "{:?} vs {w:?}", r.coef);
         }
     }
 
