@@ -161,11 +161,11 @@ struct Pdprox<'p, 'a, D: Rows, L: Loss> {
     linear: bool,
     /// Primal iterate, `d + 1` (last: the intercept feature's weight).
     w: Vec<f64>,
-    /// `"primal"`: the corrected primal copy `u`.
+    /// `"primal"`: the corrected primal copy `u` (empty for `"dual"`).
     u: Vec<f64>,
     /// Duals `alpha_t`.
     alpha: Vec<f64>,
-    /// `"dual"`: the correction point `beta`.
+    /// `"dual"`: the correction point `beta` (empty for `"primal"`).
     beta: Vec<f64>,
     /// `z = X~ w_t` and its previous value.
     z: Vec<f64>,
@@ -426,6 +426,8 @@ fn run<D: Rows, L: Loss>(
     let (n, d) = (problem.n(), problem.x.n_cols());
     let bias = cfg.intercept_scaling;
     let gamma = 1.0 / (2.0 * coupling_bound(problem, bias, rng)).sqrt();
+    // Each variant keeps only its own correction buffer (`u`: d + 1, `beta`: n).
+    let primal = cfg.pdprox_variant == PdproxVariant::Primal;
     let mut s = Pdprox {
         problem,
         loss,
@@ -436,10 +438,10 @@ fn run<D: Rows, L: Loss>(
         output: cfg.output,
         tol: cfg.tol,
         linear: cfg.loss.has_box_linear_dual(),
-        u: w.clone(),
+        u: if primal { w.clone() } else { Vec::new() },
         w,
         alpha: vec![0.0; n],
-        beta: vec![0.0; n],
+        beta: if primal { Vec::new() } else { vec![0.0; n] },
         z: vec![0.0; n],
         z_prev: vec![0.0; n],
         g_pos: vec![0.0; d + 1],
@@ -464,7 +466,9 @@ fn run<D: Rows, L: Loss>(
         for i in (0..n).filter(|&i| problem.weight(i) > 0.0) {
             s.alpha[i] = loss.dual_of(s.z[i], problem.y[i]);
         }
-        s.beta.copy_from_slice(&s.alpha);
+        if !primal {
+            s.beta.copy_from_slice(&s.alpha);
+        }
     }
     s.refresh_gradient();
     let mut clock = Clock::new(cfg);
