@@ -65,6 +65,7 @@ impl Params {
             intercept_scaling: self.intercept_scaling.get(),
             max_seconds: None,
             inner_epochs: self.inner_epochs.map(|k| k as i64 % 9),
+            ..FitParams::default()
         }
     }
 }
