@@ -129,6 +129,35 @@ def test_l1_problems_match_the_lp_optimum(loss: str, data_name: str, l1: float) 
     assert support.sum() < w.size
 
 
+@pytest.mark.slow
+def test_sample_weights_match_the_weighted_lp() -> None:
+    """``(1/n) sum_i s_i phi`` (DESIGN.md section 3): weights scale rows, zero drops them."""
+    data = _diabetes()
+    rng = np.random.default_rng(0)
+    s = rng.choice([0.0, 0.5, 1.0, 2.0], size=data.x.shape[0])
+    lp = lp_optimum_l1(data.x, data.y_reg, "absolute", 0.01, s=s)
+    df = data.frame(data.y_reg).with_columns(s=pl.Series(s))
+    model = _fit(
+        df,
+        data.features,
+        loss="absolute",
+        solver="pdprox",
+        l2=0.0,
+        l1=0.01,
+        weights="s",
+        fit_intercept=False,
+        tol=1e-5,
+        max_epochs=300_000,
+        check_every=10,
+    )
+    ours = primal(data.x, data.y_reg, np.asarray(model["coef"]), "absolute", 0.0, s, l1=0.01)
+    rel = (ours - lp.value) / lp.value
+    print(f"\nweighted absolute diabetes: rel err {rel:.2e}, passes {model['epochs']}")
+    assert model["converged"], model["status"]
+    assert abs(rel) <= 1e-4
+    assert ours - lp.value <= model["gap"] + 1e-12
+
+
 def _group_penalty(w: np.ndarray, groups: list[np.ndarray], norm: str) -> float:
     if norm == "l2":
         return float(sum(np.sqrt(g.size) * np.linalg.norm(w[g]) for g in groups))

@@ -502,8 +502,18 @@ mod tests {
     use crate::data::DenseView;
     use crate::solver::testing::toy;
 
-    /// `P(v)` with an L1 penalty (no L2) at `v = (w, w_bias)`.
-    fn objective(x: &[f64], y: &[f64], d: usize, loss: LossKind, l1: f64, bias: f64, v: &[f64]) -> f64 {
+    /// `P(v)` with an L1 penalty (no L2) at `v = (w, w_bias)`, sample weights `s`.
+    #[allow(clippy::too_many_arguments)]
+    fn objective(
+        x: &[f64],
+        y: &[f64],
+        s: &[f64],
+        d: usize,
+        loss: LossKind,
+        l1: f64,
+        bias: f64,
+        v: &[f64],
+    ) -> f64 {
         let n = y.len();
         let phi = |a: f64, y: f64| match loss {
             LossKind::Hinge => Loss::value(&Hinge, a, y),
@@ -514,7 +524,7 @@ mod tests {
         };
         let b = if bias > 0.0 { bias * v[d] } else { 0.0 };
         let loss_sum: f64 =
-            (0..n).map(|i| phi((0..d).map(|j| x[i * d + j] * v[j]).sum::<f64>() + b, y[i])).sum();
+            (0..n).map(|i| s[i] * phi((0..d).map(|j| x[i * d + j] * v[j]).sum::<f64>() + b, y[i])).sum();
         loss_sum / n as f64 + l1 * v[..d].iter().map(|t| t.abs()).sum::<f64>()
     }
 
@@ -523,7 +533,7 @@ mod tests {
     /// the arrangement of its kink hyperplanes (`x~_i . v = kink` of each row, `v_j = 0` of each
     /// feature). Every `m`-subset (`m` unknowns) is solved by Gaussian elimination; the least
     /// `P` over the non-singular ones is `P*`, up to rounding.
-    fn exact_l1(x: &[f64], y: &[f64], d: usize, loss: LossKind, l1: f64, bias: f64) -> f64 {
+    fn exact_l1(x: &[f64], y: &[f64], s: &[f64], d: usize, loss: LossKind, l1: f64, bias: f64) -> f64 {
         let m = d + usize::from(bias > 0.0);
         let mut planes: Vec<(Vec<f64>, f64)> = Vec::new();
         for (i, &yi) in y.iter().enumerate() {
@@ -580,7 +590,7 @@ mod tests {
                 }
             }
             let v: Vec<f64> = (0..m).map(|c| a[c][m] / a[c][c]).collect();
-            best = best.min(objective(x, y, d, loss, l1, bias, &v));
+            best = best.min(objective(x, y, s, d, loss, l1, bias, &v));
         });
         best
     }
@@ -600,28 +610,38 @@ mod tests {
     }
 
     fn fit_toy(n: usize, d: usize, p: FitParams) -> (FitResult, Vec<f64>, Vec<f64>) {
+        fit_weighted(n, d, p, None)
+    }
+
+    fn fit_weighted(n: usize, d: usize, p: FitParams, s: Option<&[f64]>) -> (FitResult, Vec<f64>, Vec<f64>) {
         let classification = p.loss == "hinge";
         let (x, y) = toy(n, d, classification, 3);
         let cfg = p.check().unwrap();
         let view = DenseView::new(&x, n, d).unwrap();
-        let problem = Problem::new(&view, &y, None, cfg.loss).unwrap();
+        let problem = Problem::new(&view, &y, s, cfg.loss).unwrap();
         (crate::solver::fit(&problem, &cfg).unwrap(), x, y)
     }
 
     /// Hinge, absolute, epsilon-insensitive and quantile with L1 against the exact optimum, for
-    /// both variants, both outputs, with and without an intercept: converged (to `tol = 1e-6`
+    /// both variants, both outputs, with and without an intercept and sample weights (one row of
+    /// weight 0): converged (to `tol = 1e-6`
     /// for the last iterate, `1e-4` for the O(1/T) average), and the gap is `>= 0` and bounds the
     /// true suboptimality at every stopping point, early ones included.
     #[test]
     fn l1_problems_match_the_exact_optimum() {
         let (n, d, l1) = (12, 2, 0.05);
+        let ones = vec![1.0; n];
+        let weights: Vec<f64> = (0..n).map(|i| [1.0, 2.0, 0.5, 0.0][i % 4]).collect();
         for loss in ["hinge", "absolute", "epsilon_insensitive", "quantile"] {
-            for intercept in [false, true] {
+            for (intercept, s) in
+                [(false, None), (true, None), (false, Some(&weights)), (true, Some(&weights))]
+            {
                 let p = FitParams { fit_intercept: intercept, ..params(loss, 0.0, l1) };
                 let cfg = p.clone().check().unwrap();
                 let (_, x, y) = fit_toy(n, d, p.clone());
                 let bias = cfg.intercept_scaling;
-                let exact = exact_l1(&x, &y, d, cfg.loss, l1, bias);
+                let sw = s.unwrap_or(&ones);
+                let exact = exact_l1(&x, &y, sw, d, cfg.loss, l1, bias);
                 for variant in ["dual", "primal"] {
                     for output in ["last", "average"] {
                         for max_epochs in [3, 40, 200_000] {
@@ -633,12 +653,15 @@ mod tests {
                                 max_epochs,
                                 ..p.clone()
                             };
-                            let (r, _, _) = fit_toy(n, d, q);
+                            let (r, _, _) = fit_weighted(n, d, q, s.map(|v| v.as_slice()));
                             let c = r.certificate;
-                            let what = format!("{loss} icpt={intercept} {variant}/{output} T={max_epochs}");
+                            let what = format!(
+                                "{loss} icpt={intercept} weighted={} {variant}/{output} T={max_epochs}",
+                                s.is_some()
+                            );
                             let mut v = r.coef.clone();
                             v.push(if bias > 0.0 { r.intercept[0] / bias } else { 0.0 });
-                            let at = objective(&x, &y, d, cfg.loss, l1, bias, &v);
+                            let at = objective(&x, &y, sw, d, cfg.loss, l1, bias, &v);
                             assert!((at - c.primal).abs() <= 1e-12 * at.max(1.0), "{what}: P {at} vs {c:?}");
                             assert!(c.gap >= 0.0, "{what}: {c:?}");
                             assert!(c.primal - exact >= -1e-12, "{what}: below the optimum {exact}: {c:?}");
@@ -723,6 +746,22 @@ mod tests {
             let dist: f64 = r.coef.iter().zip(&w).map(|(a, b)| (a - b).abs()).fold(0.0, f64::max);
             assert!(dist < 1e-3 && (r.intercept[0] - b).abs() < 1e-3, "{:?} vs {w:?}", r.coef);
         }
+    }
+
+    /// The time budget and the interrupt hook stop after the pass that sees them, with the
+    /// certificate of that pass.
+    #[test]
+    fn budgets_stop_with_a_certificate() {
+        let p = FitParams { max_seconds: Some(1e-9), ..params("hinge", 0.0, 0.01) };
+        let (r, _, _) = fit_toy(30, 3, p);
+        assert_eq!((r.status, r.epochs, r.gap_trace.len()), (Status::MaxSeconds, 1, 1));
+        assert!(r.certificate.gap >= 0.0 && r.certificate.gap.is_finite(), "{:?}", r.certificate);
+        let mut cfg = params("absolute", 0.0, 0.01).check().unwrap();
+        cfg.interrupt = Some(crate::config::Interrupt(|| true));
+        let (x, y) = toy(30, 3, false, 3);
+        let view = DenseView::new(&x, 30, 3).unwrap();
+        let r = crate::solver::fit(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg).unwrap();
+        assert_eq!((r.status, r.epochs), (Status::Interrupted, 1));
     }
 
     #[test]
