@@ -65,13 +65,14 @@ pub const POWER_STEPS: usize = 30;
 /// Fit with Pdprox (`pdprox.txt`, Algorithms 2 and 3; `papers/notes/pdprox.md`, errata in its
 /// sections 2.4 and 6.9).
 ///
-/// Inputs: the problem, a checked config with `solver = "pdprox"` (its loss has a box-linear
-/// dual: [`LossKind::has_box_linear_dual`]), and the feature-major start `w` (length `d + 1`, the
+/// Inputs: the problem, a checked config with `solver = "pdprox"` (so its loss is one
+/// [`LossKind::pdprox_ready`] accepts), and the feature-major start `w` (length `d + 1`, the
 /// last slot the intercept feature's weight; zero for a cold start, whose duals start at 0, a
 /// warm start's at `dual_of` its scores). Output: a [`FitResult`] whose `coef` is the last or
 /// averaged iterate (`cfg.output`), `alpha` the feasible duals `theta` of the certificate and
 /// `certificate.gap` a certified bound on `P(coef) - P*`; `epochs` counts passes (one `X w` and
-/// one `X^T r` each). Errors: `groups` of the wrong length, or a loss without a box-linear dual.
+/// one `X^T r` each). Errors: `groups` of the wrong length; [`SdcaError::Internal`] for a loss
+/// the config should have rejected.
 pub fn fit<D: Rows>(
     problem: &Problem<'_, D>,
     cfg: &FitConfig,
