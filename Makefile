@@ -75,19 +75,20 @@ fuzz-build:
 	cd fuzz && RUSTFLAGS="$(FUZZ_RUSTFLAGS)" CARGO_TARGET_DIR=$(FUZZ_TARGET_DIR) \
 		cargo build --release --bins --quiet --target x86_64-unknown-linux-gnu
 
-# $(1): extra libFuzzer flags; $(2): corpus directories after the seeds.
+# $(1): libFuzzer flags; $(2): the corpus directory new inputs go to (libFuzzer writes into the
+# first directory it is given, so the committed seeds come second and stay untouched).
 define fuzz_each
 	for t in $(FUZZ_TARGETS); do \
-		mkdir -p $(FUZZ_CORPUS)/$$t && \
+		corpus=$(2) && mkdir -p $$corpus && \
 		$(FUZZ_BIN)/$$t $(1) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
-			-artifact_prefix=$(FUZZ_CORPUS)/$$t- $(2) fuzz/seeds/$$t 2>&1 \
+			-artifact_prefix=$(FUZZ_CORPUS)/$$t- $$corpus fuzz/seeds/$$t 2>&1 \
 			| grep -E "^(stat::number_of_executed_units|Done)|panicked|ERROR|SUMMARY|Test unit written" ; \
 		test $${PIPESTATUS[0]} -eq 0 || exit 1; \
 	done
 endef
 
 fuzz-smoke: fuzz-build ## every fuzz target for FUZZ_RUNS executions, fixed seed (in make test)
-	$(call fuzz_each,-runs=$(FUZZ_RUNS) -seed=1,)
+	$(call fuzz_each,-runs=$(FUZZ_RUNS) -seed=1,$$(mktemp -d))
 
 fuzz-long: fuzz-build ## a fuzzing campaign: FUZZ_SECONDS per target (default 3600), growing corpus
 	$(call fuzz_each,-max_total_time=$(or $(FUZZ_SECONDS),3600),$(FUZZ_CORPUS)/$$t)

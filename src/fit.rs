@@ -186,7 +186,7 @@ pub fn prediction_dtype(label: &DataType, classification: bool) -> DataType {
     }
 }
 
-/// `fit_rows`: per-row prediction, decision, dual and block gap of the group's fit.
+/// `fit_rows`: per-row prediction, decision, dual, block gap and loss term of the group's fit.
 pub fn rows(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
     let mut cfg = kw.params.check().map_err(param)?;

@@ -55,6 +55,7 @@ pub fn rows_fields(prediction: &DataType, multiclass: bool) -> Vec<Field> {
         Field::new("decision".into(), per_output(DataType::Float64, multiclass)),
         Field::new("dual".into(), per_output(DataType::Float64, multiclass)),
         Field::new("gap".into(), DataType::Float64),
+        Field::new("loss".into(), DataType::Float64),
     ]
 }
 
@@ -177,6 +178,7 @@ pub fn rows(
     let mut decision: Vec<Option<&[f64]>> = vec![None; n];
     let mut dual: Vec<Option<&[f64]>> = vec![None; n];
     let mut gap = vec![None; n];
+    let mut loss = vec![None; n];
     let mut pred_idx: Vec<Option<IdxSize>> = vec![None; n];
     let prediction = match fitted {
         Some((fit, out, prediction)) => {
@@ -188,6 +190,7 @@ pub fn rows(
                 decision[r] = Some(scores);
                 dual[r] = Some(alpha);
                 gap[r] = Some(out.gap[i]);
+                loss[r] = Some(out.loss[i]);
                 pred_idx[r] = Some(i as IdxSize);
             }
             let idx: IdxCa = pred_idx.into_iter().collect();
@@ -200,6 +203,7 @@ pub fn rows(
         blocks("decision", &decision, multiclass),
         blocks("dual", &dual, multiclass),
         Series::new("gap".into(), gap),
+        Series::new("loss".into(), loss),
     ];
     Ok(StructChunked::from_series(name.into(), n, cols.iter())?.into_series())
 }

@@ -159,12 +159,14 @@ fn run<D: TokenRows>(x: &D, m: &Built, input: &Input) {
         Err(e) => return not_internal(&e),
     };
     let scalars = [fit.l2, fit.primal, fit.dual, fit.gap, fit.mean_line_search_iters];
-    let blocks =
-        [&fit.emission, &fit.transition, &fit.start, &fit.end, &fit.bias, &fit.gap_trace, &fit.block_gaps];
+    let blocks = [&fit.emission, &fit.transition, &fit.start, &fit.end, &fit.bias, &fit.block_gaps];
     assert!(
         scalars.iter().chain(blocks.iter().copied().flatten()).all(|v| v.is_finite()),
         "non-finite output: {fit:?}"
     );
+    // As for linear fits: an early check may have had no finite bound yet (+inf, at scores near
+    // f64's limit); a NaN or negative entry is never valid.
+    assert!(fit.gap_trace.iter().all(|g| *g >= 0.0), "gap trace entry NaN or < 0: {fit:?}");
     // P and D each hold log Z - s(y) per sequence: their rounding scales with the path scores.
     let scale = fit.primal.abs() + fit.dual.abs() + score_scale(&fit, m, &starts);
     let off = (fit.primal - fit.dual - fit.gap).abs();

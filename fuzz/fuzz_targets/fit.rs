@@ -16,7 +16,7 @@ use libfuzzer_sys::fuzz_target;
 use sdca_core::{fit_from, row_outputs, CsrView, DenseView, FitConfig, FitParams, Problem, Rows, Warm};
 use sdca_core_fuzz::{fill, not_internal, reference, Built, Matrix, Num};
 
-const LOSSES: [&str; 8] = [
+const LOSSES: [&str; 9] = [
     "hinge",
     "smooth_hinge",
     "squared_hinge",
@@ -24,9 +24,10 @@ const LOSSES: [&str; 8] = [
     "squared",
     "absolute",
     "epsilon_insensitive",
+    "quantile",
     "hinj",
 ];
-const SOLVERS: [&str; 4] = ["auto", "sdca", "accelerated", "newton"];
+const SOLVERS: [&str; 5] = ["auto", "sdca", "accelerated", "pdprox", "newton"];
 const SAMPLINGS: [&str; 4] = ["permutation", "uniform", "gap", "cyclic"];
 
 #[derive(Arbitrary, Debug)]
@@ -67,6 +68,7 @@ impl Params {
             // Not drawn: a new field would change how the committed seeds decode.
             max_memory: None,
             inner_epochs: self.inner_epochs.map(|k| k as i64 % 9),
+            ..FitParams::default()
         }
     }
 }

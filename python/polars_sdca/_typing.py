@@ -18,13 +18,17 @@ Loss = Literal[
     "squared",
     "absolute",
     "epsilon_insensitive",
+    "quantile",
     "multiclass_hinge",
     "multiclass_smooth_hinge",
     "multinomial",
 ]
 """Names accepted by ``loss=`` (DESIGN.md section 3)."""
 
-Solver = Literal["auto", "sdca", "accelerated"]
+Solver = Literal["auto", "sdca", "accelerated", "pdprox"]
+GroupNorm = Literal["l2", "linf"]
+PdproxOutput = Literal["last", "average"]
+PdproxVariant = Literal["dual", "primal"]
 Sampling = Literal["uniform", "permutation", "gap"]
 NullPolicy = Literal["raise", "drop"]
 OnError = Literal["raise", "null"]
@@ -45,6 +49,7 @@ class FitOptions(TypedDict, total=False):
     l1: float
     smoothing: float
     epsilon: float
+    quantile: float
     solver: Solver
     sampling: Sampling
     tol: float
@@ -60,6 +65,10 @@ class FitOptions(TypedDict, total=False):
     max_memory: int | None
     null_policy: NullPolicy
     on_error: OnError
+    groups: Sequence[int] | None
+    group_norm: GroupNorm
+    output: PdproxOutput
+    pdprox_variant: PdproxVariant
 
 
 class CrfOptions(TypedDict, total=False):

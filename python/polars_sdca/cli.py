@@ -67,6 +67,7 @@ _FIT_OPTIONS: tuple[tuple[str, type], ...] = (
     ("l1", float),
     ("smoothing", float),
     ("epsilon", float),
+    ("quantile", float),
     ("solver", str),
     ("sampling", str),
     ("tol", float),
@@ -77,6 +78,7 @@ _FIT_OPTIONS: tuple[tuple[str, type], ...] = (
     ("n_features", int),
     ("max_seconds", float),
     ("null_policy", str),
+    ("pdprox_variant", str),
 )
 """Fit options passed through to :func:`fit` when given (their values are checked there)."""
 _NESTED_SINKS = (".parquet", ".pq", ".ipc", ".arrow", ".feather")

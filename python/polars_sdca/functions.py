@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numbers
 import pickle
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -33,6 +33,7 @@ _DEFAULTS: dict[str, Any] = {
     "l1": 0.0,
     "smoothing": 1.0,
     "epsilon": 0.1,
+    "quantile": 0.5,
     "solver": "auto",
     "sampling": "permutation",
     "tol": 1e-6,
@@ -48,10 +49,14 @@ _DEFAULTS: dict[str, Any] = {
     "max_memory": None,
     "null_policy": "raise",
     "on_error": "raise",
+    "groups": None,
+    "group_norm": "l2",
+    "output": "last",
+    "pdprox_variant": "dual",
 }
-_FLOATS = ("l2", "l1", "smoothing", "epsilon", "tol", "intercept_scaling")
+_FLOATS = ("l2", "l1", "smoothing", "epsilon", "quantile", "tol", "intercept_scaling")
 _INTS = ("max_epochs", "check_every", "seed")
-_STRINGS = ("loss", "solver", "sampling", "null_policy", "on_error")
+_STRINGS = ("loss", "solver", "sampling", "null_policy", "on_error", "group_norm", "output", "pdprox_variant")
 
 
 def _expr(value: IntoExpr, what: str) -> pl.Expr:
@@ -96,6 +101,21 @@ def _number(name: str, value: object, kind: type) -> float | int | None:
             raise TypeError(msg)
         return int(value)
     return float(value)
+
+
+def _groups(value: object) -> list[int] | None:
+    """``groups`` as a list of Python ints (numpy arrays and integer scalars included)."""
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, Iterable):
+        msg = f"groups must be a sequence of integer group ids (one per feature), got {type(value).__name__}"
+        raise TypeError(msg)
+    ids = list(value)
+    bad = [g for g in ids if isinstance(g, bool) or not isinstance(g, numbers.Integral)]
+    if bad:
+        msg = f"groups must hold integer group ids, got {bad[0]!r}"
+        raise TypeError(msg)
+    return [int(g) for g in ids]
 
 
 def _with_defaults(options: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
@@ -161,6 +181,7 @@ def _fit_call(
         msg = f"fit_intercept must be a bool, got {type(opts['fit_intercept']).__name__}"
         raise TypeError(msg)
     kwargs["fit_intercept"] = opts["fit_intercept"]
+    kwargs["groups"] = _groups(opts["groups"])
     layout = {
         "n_feature_inputs": len(feature_exprs),
         "has_weights": weights is not None,
@@ -189,21 +210,42 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
     **options
         loss : str
             The loss ``phi``: "logistic" (default), "hinge", "smooth_hinge",
-            "squared_hinge", "squared", "absolute" or "epsilon_insensitive"; for ``k``
+            "squared_hinge", "squared", "absolute", "epsilon_insensitive" or "quantile"
+            (pinball: ``q (y - a)_+ + (1 - q) (a - y)_+``); for ``k``
             classes "multinomial" (softmax cross-entropy), "multiclass_hinge"
             (Crammer-Singer) or "multiclass_smooth_hinge". A multiclass model has one
             ``coef`` list and one intercept per class (``classes`` order, sorted).
         l2 : float
-            L2 strength, ``> 0`` (default 1e-4). scikit-learn's ``C`` is ``1 / (l2 n)``.
+            L2 strength, ``> 0`` (default 1e-4), or ``0`` with ``l1 > 0``. scikit-learn's
+            ``C`` is ``1 / (l2 n)``.
         l1 : float
-            L1 strength, ``>= 0`` (default 0): elastic net by Prox-SDCA.
-        smoothing, epsilon : float
-            Parameters of "smooth_hinge" and "multiclass_smooth_hinge" (default 1) and
-            "epsilon_insensitive" (default 0.1).
-        solver : {"auto", "sdca", "accelerated"}
+            L1 strength, ``>= 0`` (default 0): elastic net by Prox-SDCA. With ``groups``,
+            the weight of the group penalty instead.
+        smoothing, epsilon, quantile : float
+            Parameters of "smooth_hinge" and "multiclass_smooth_hinge" (default 1),
+            "epsilon_insensitive" (default 0.1) and "quantile" (the level, in (0, 1);
+            default 0.5).
+        solver : {"auto", "sdca", "accelerated", "pdprox"}
             Solver (default "auto": accelerated Prox-SDCA when ``R^2 / (gamma l2) > 10 n``
             for a ``1/gamma``-smooth loss, plain (Prox-)SDCA otherwise). The model's
-            ``solver`` field says which ran.
+            ``solver`` field says which ran. "pdprox" is the primal-dual prox method for a
+            non-smooth loss with a non-smooth penalty (losses "hinge", "absolute",
+            "epsilon_insensitive", "quantile"; ``l2 = 0`` allowed; group penalties); each
+            epoch is one full pass, and ``gap`` is a certified bound. The intercept is
+            treated as by SDCA (``l2`` only, so unpenalised when ``l2 = 0``).
+        groups : sequence of int, optional
+            "pdprox" only: a group id per feature. Replaces ``l1 ||w||_1`` by ``l1`` times
+            the group penalty of ``group_norm``.
+        group_norm : {"l2", "linf"}
+            "pdprox" only: "l2" (default) is the group lasso ``sum_g sqrt(d_g) ||w_g||_2``
+            (``d_g`` the group's size); "linf" is the L1-inf penalty
+            ``sum_g max_j |w_gj|`` (unweighted).
+        output : {"last", "average"}
+            "pdprox" only: return the last iterate (default; exactly sparse) or the running
+            average (the iterate of the O(1/T) bound; dense).
+        pdprox_variant : {"dual", "primal"}
+            "pdprox" only: Pdprox-dual (Algorithm 3 of the paper, default) or
+            Pdprox-primal (Algorithm 2).
         sampling : {"permutation", "uniform", "gap"}
             Coordinate order: a fresh permutation per epoch, draws with replacement, or
             draws proportional to the rows' duality gaps (80%, the rest uniform; each row's
@@ -267,6 +309,16 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
     >>> m = df.select(ps.fit("y", ["x"], loss="squared", l2=0.1, tol=1e-12)).item()
     >>> round(m["coef"][0], 4), m["converged"]
     (0.5769, True)
+
+    Median regression with an L1 penalty and no L2, by the primal-dual prox solver:
+
+    >>> df = pl.DataFrame({"a": [0.0, 1.0, 2.0, 3.0, 4.0], "b": [1.0, 0.0, 1.0, 0.0, 1.0]})
+    >>> df = df.with_columns(y=2 * pl.col("a") + 1)
+    >>> m = df.select(
+    ...     ps.fit("y", ["a", "b"], loss="quantile", l2=0.0, l1=1e-3, solver="pdprox", max_epochs=20_000)
+    ... ).item()
+    >>> round(m["coef"][0], 2), abs(m["coef"][1]) < 1e-3, round(m["intercept"], 2), m["converged"]
+    (2.0, True, 1.0, True)
     """
     return _fit_call("fit", label, features, dict(options))
 
@@ -283,11 +335,12 @@ def fit_rows(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptio
     -------
     Expr
         A Struct per input row: ``prediction`` (the label dtype for classification, else
-        Float64), ``decision`` (``x.w + b``), ``dual`` (``alpha_i``) and ``gap`` (the row's
+        Float64), ``decision`` (``x.w + b``), ``dual`` (``alpha_i``), ``gap`` (the row's
         weighted Fenchel-Young gap; with ``solver="sdca"`` their mean is the model's
         ``solved_gap``, which is its ``gap`` unless ``l2=0``; ``"accelerated"`` rows hold the
         gaps of its last inner problem, and its model ``gap`` is the tighter bound of its
-        stopping rules). For multiclass losses
+        stopping rules) and ``loss`` (the row's weighted loss ``s_i phi(x_i.w + b, y_i)``).
+        For multiclass losses
         ``decision`` and ``dual`` are ``List(Float64)`` with one entry per class. Rows
         dropped by ``null_policy="drop"`` give nulls.
 

@@ -60,7 +60,7 @@ __all__ = ["SDCAClassifier", "SDCARegressor"]
 
 _FloatArray = npt.NDArray[np.float64]
 
-_REGRESSION_LOSSES = ("squared", "absolute", "epsilon_insensitive")
+_REGRESSION_LOSSES = ("squared", "absolute", "epsilon_insensitive", "quantile")
 """Losses on a real-valued target; the classifier fits them to -1 / +1 targets."""
 _JOINT_LOSSES = ("multiclass_hinge", "multiclass_smooth_hinge", "multinomial")
 """Multiclass losses fitted jointly over all classes (one model with ``k`` weight vectors)."""
@@ -121,6 +121,7 @@ class _SDCAModel(BaseEstimator):  # type: ignore[misc]
     l1: float
     smoothing: float
     epsilon: float
+    quantile: float
     solver: Solver
     sampling: Sampling
     tol: float
@@ -230,6 +231,7 @@ class _SDCAModel(BaseEstimator):  # type: ignore[misc]
             "l1": self.l1,
             "smoothing": self.smoothing,
             "epsilon": self.epsilon,
+            "quantile": self.quantile,
             "solver": self.solver,
             "sampling": self.sampling,
             "tol": self.tol,
@@ -322,17 +324,18 @@ class SDCAClassifier(ClassifierMixin, _SDCAModel):  # type: ignore[misc]
         "logistic", "hinge", "smooth_hinge", "squared_hinge"; "multinomial",
         "multiclass_hinge" or "multiclass_smooth_hinge" (one joint fit over all classes);
         or a regression loss
-        ("squared", "absolute", "epsilon_insensitive") fitted to -1 / +1 targets.
+        ("squared", "absolute", "epsilon_insensitive", "quantile") fitted to -1 / +1 targets.
     l2 : float, default=1e-4
         L2 strength lambda of the mean-loss objective (ignored when ``C`` is set).
     C : float, optional
         scikit-learn's inverse regularization: ``l2 = 1 / (C sum_i s_i)``.
     l1 : float, default=0.0
         L1 strength (elastic net by Prox-SDCA).
-    smoothing, epsilon : float, default=1.0, 0.1
-        Parameters of "smooth_hinge" and "epsilon_insensitive".
-    solver : {"auto", "sdca", "accelerated"}, default="auto"
-        Plugin solver (see :func:`polars_sdca.fit`).
+    smoothing, epsilon, quantile : float, default=1.0, 0.1, 0.5
+        Parameters of "smooth_hinge", "epsilon_insensitive" and "quantile".
+    solver : {"auto", "sdca", "accelerated", "pdprox"}, default="auto"
+        Plugin solver (see :func:`polars_sdca.fit`; the pdprox-only options ``groups``,
+        ``group_norm``, ``output`` and ``pdprox_variant`` are in the expression API).
     sampling : {"permutation", "uniform", "gap"}, default="permutation"
         Coordinate order (see :func:`polars_sdca.fit`).
     tol : float, default=1e-6
@@ -406,6 +409,7 @@ class SDCAClassifier(ClassifierMixin, _SDCAModel):  # type: ignore[misc]
         l1: float = 0.0,
         smoothing: float = 1.0,
         epsilon: float = 0.1,
+        quantile: float = 0.5,
         solver: Solver = "auto",
         sampling: Sampling = "permutation",
         tol: float = 1e-6,
@@ -424,6 +428,7 @@ class SDCAClassifier(ClassifierMixin, _SDCAModel):  # type: ignore[misc]
         self.l1 = l1
         self.smoothing = smoothing
         self.epsilon = epsilon
+        self.quantile = quantile
         self.solver = solver
         self.sampling = sampling
         self.tol = tol
@@ -610,9 +615,9 @@ class SDCARegressor(RegressorMixin, _SDCAModel):  # type: ignore[misc]
 
     Parameters
     ----------
-    loss : {"squared", "absolute", "epsilon_insensitive"}, default="squared"
-        ``(a - y)^2 / 2``, ``|a - y|`` or ``max(0, |a - y| - epsilon)``.
-    l2, C, l1, smoothing, epsilon, solver, sampling, tol, max_epochs, check_every, \
+    loss : {"squared", "absolute", "epsilon_insensitive", "quantile"}, default="squared"
+        ``(a - y)^2 / 2``, ``|a - y|``, ``max(0, |a - y| - epsilon)`` or the pinball loss.
+    l2, C, l1, smoothing, epsilon, quantile, solver, sampling, tol, max_epochs, check_every, \
 fit_intercept, intercept_scaling, max_seconds, warm_start, random_state
         As for :class:`SDCAClassifier`. With ``loss="squared"``, ``C`` gives
         ``Ridge(alpha=1/C)`` (``l2 = alpha / n``) up to the regularized intercept.
@@ -660,6 +665,7 @@ fit_intercept, intercept_scaling, max_seconds, warm_start, random_state
         l1: float = 0.0,
         smoothing: float = 1.0,
         epsilon: float = 0.1,
+        quantile: float = 0.5,
         solver: Solver = "auto",
         sampling: Sampling = "permutation",
         tol: float = 1e-6,
@@ -677,6 +683,7 @@ fit_intercept, intercept_scaling, max_seconds, warm_start, random_state
         self.l1 = l1
         self.smoothing = smoothing
         self.epsilon = epsilon
+        self.quantile = quantile
         self.solver = solver
         self.sampling = sampling
         self.tol = tol

@@ -19,17 +19,23 @@ pub enum SolverKind {
     /// whenever its extra ridge weight `kappa = R^2 / (gamma n) - l2` is positive, and falls back
     /// to plain Prox-SDCA (reported as `"sdca"`) when it is not.
     Accelerated,
+    /// Primal-dual prox (`pdprox.txt`, `papers/notes/pdprox.md`): full passes, for non-smooth
+    /// losses with a box-constrained linear dual (hinge, absolute, epsilon_insensitive, quantile;
+    /// also squared) and non-smooth regularizers (L1, elastic net, group norms), `l2 = 0`
+    /// allowed.
+    Pdprox,
 }
 
 impl SolverKind {
     /// Accepted names.
-    pub const NAMES: &'static [&'static str] = &["auto", "sdca", "accelerated"];
+    pub const NAMES: &'static [&'static str] = &["auto", "sdca", "accelerated", "pdprox"];
     /// User-facing name.
     pub fn name(&self) -> &'static str {
         match self {
             Self::Auto => "auto",
             Self::Sdca => "sdca",
             Self::Accelerated => "accelerated",
+            Self::Pdprox => "pdprox",
         }
     }
 }
@@ -64,6 +70,60 @@ impl Sampling {
     }
 }
 
+/// Which Pdprox algorithm runs (`papers/notes/pdprox.md` section 2).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PdproxVariant {
+    /// Pdprox-dual with the algebraic correction (Algorithm 3; the note's recommended default).
+    Dual,
+    /// Pdprox-primal (Algorithm 2): a corrected primal copy, one dual projection per pass.
+    Primal,
+}
+
+impl PdproxVariant {
+    /// Accepted names.
+    pub const NAMES: &'static [&'static str] = &["dual", "primal"];
+}
+
+/// Which Pdprox iterate becomes the model.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum PdproxOutput {
+    /// The last iterate: exactly sparse (the prox zeroes coordinates), the note's advice for
+    /// sparse models (`papers/notes/pdprox.md` sections 2.11 and 6.7). The default.
+    Last,
+    /// The running average, the iterate of the O(1/T) bound (Theorem 6); dense.
+    Average,
+}
+
+impl PdproxOutput {
+    /// Accepted names.
+    pub const NAMES: &'static [&'static str] = &["last", "average"];
+}
+
+/// The norm of each group in a group penalty.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupNorm {
+    /// Group lasso `sum_g sqrt(d_g) ||w_g||_2` (`d_g` the group's size; `pdprox.txt` section 5.1).
+    L2,
+    /// L1-inf `sum_g ||w_g||_inf` (`pdprox.txt` section 5.2; prox by projection on an L1 ball).
+    Linf,
+}
+
+impl GroupNorm {
+    /// Accepted names.
+    pub const NAMES: &'static [&'static str] = &["l2", "linf"];
+}
+
+/// A checked group penalty: each feature's group as a dense index `0..n_groups`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Groups {
+    /// Dense group index of each feature (ids renumbered in order of first appearance).
+    pub of: Vec<usize>,
+    /// Number of groups.
+    pub n_groups: usize,
+    /// The norm within each group.
+    pub norm: GroupNorm,
+}
+
 /// Parameters as the user gave them; wide types so that every bad value reaches
 /// [`FitParams::check`] and gets our wording. Deserializable (missing keys take the defaults,
 /// unknown keys are an error) so the plugin reads its kwargs straight into it.
@@ -76,6 +136,8 @@ pub struct FitParams {
     pub smoothing: f64,
     /// Tube half-width of `epsilon_insensitive`.
     pub epsilon: f64,
+    /// Level `tau` in `(0, 1)` of the `quantile` (pinball) loss.
+    pub quantile: f64,
     /// L2 strength, `lambda` of the papers; `> 0`, or `0` together with `l1 > 0` (the Lasso /
     /// pure-L1 problem, solved through the reduction of `prox-sdca.txt` section 3.2: see
     /// [`crate::solver::FitResult::l2_used`]).
@@ -108,6 +170,15 @@ pub struct FitParams {
     /// `k` epochs per inner call with no inner gap check (the practical variant of Remark 1,
     /// which suggests 5).
     pub inner_epochs: Option<i64>,
+    /// Pdprox only: a group id per feature; replaces `l1 ||w||_1` by `l1` times the group
+    /// penalty of `group_norm`.
+    pub groups: Option<Vec<i64>>,
+    /// Pdprox only: `"l2"` (group lasso) or `"linf"` (L1-inf), see [`GroupNorm`].
+    pub group_norm: String,
+    /// Pdprox only: `"last"` or `"average"`, see [`PdproxOutput`].
+    pub output: String,
+    /// Pdprox only: `"dual"` or `"primal"`, see [`PdproxVariant`].
+    pub pdprox_variant: String,
 }
 
 impl Default for FitParams {
@@ -116,6 +187,7 @@ impl Default for FitParams {
             loss: "logistic".into(),
             smoothing: 1.0,
             epsilon: 0.1,
+            quantile: 0.5,
             l2: 1e-4,
             l1: 0.0,
             solver: "auto".into(),
@@ -129,6 +201,10 @@ impl Default for FitParams {
             max_seconds: None,
             max_memory: None,
             inner_epochs: None,
+            groups: None,
+            group_norm: "l2".into(),
+            output: "last".into(),
+            pdprox_variant: "dual".into(),
         }
     }
 }
@@ -194,6 +270,12 @@ pub struct FitConfig {
     pub interrupt: Option<Interrupt>,
     /// Epochs per inner call of the accelerated solver (`None`: inner gap target).
     pub inner_epochs: Option<u32>,
+    /// Pdprox: the group penalty replacing the L1 term (`None`: plain L1).
+    pub groups: Option<Groups>,
+    /// Pdprox: the iterate returned.
+    pub output: PdproxOutput,
+    /// Pdprox: the algorithm.
+    pub pdprox_variant: PdproxVariant,
     _checked: (),
 }
 
@@ -230,6 +312,14 @@ impl FitParams {
             "epsilon_insensitive" => LossKind::EpsilonInsensitive {
                 epsilon: finite_in("epsilon", self.epsilon, self.epsilon >= 0.0, ">= 0")?,
             },
+            "quantile" => LossKind::Quantile {
+                quantile: finite_in(
+                    "quantile",
+                    self.quantile,
+                    self.quantile > 0.0 && self.quantile < 1.0,
+                    "in (0, 1) (the quantile level tau)",
+                )?,
+            },
             "multiclass_hinge" => LossKind::MulticlassHinge { smoothing: 0.0 },
             "multiclass_smooth_hinge" => LossKind::MulticlassHinge {
                 smoothing: finite_in("smoothing", self.smoothing, self.smoothing > 0.0, "> 0")?,
@@ -265,7 +355,31 @@ impl FitParams {
             "solver",
             &self.solver,
             SolverKind::NAMES,
-            &[SolverKind::Auto, SolverKind::Sdca, SolverKind::Accelerated],
+            &[SolverKind::Auto, SolverKind::Sdca, SolverKind::Accelerated, SolverKind::Pdprox],
+        )?;
+        if solver == SolverKind::Pdprox && !loss.pdprox_ready() {
+            return Err(invalid(
+                "solver",
+                format!(
+                    "\"pdprox\" needs a loss with a box-constrained linear dual (hinge, absolute, \
+                     epsilon_insensitive, quantile) or squared, and loss {:?} is neither; use \
+                     solver=\"sdca\" or \"auto\" for it, or one of those losses",
+                    loss.name()
+                ),
+            ));
+        }
+        let groups = self.check_groups(solver, l1)?;
+        let output = one_of(
+            "output",
+            &self.output,
+            PdproxOutput::NAMES,
+            &[PdproxOutput::Last, PdproxOutput::Average],
+        )?;
+        let pdprox_variant = one_of(
+            "pdprox_variant",
+            &self.pdprox_variant,
+            PdproxVariant::NAMES,
+            &[PdproxVariant::Dual, PdproxVariant::Primal],
         )?;
         if solver == SolverKind::Accelerated && loss.smoothness() <= 0.0 {
             return Err(invalid(
@@ -332,8 +446,52 @@ impl FitParams {
             max_memory,
             interrupt: None,
             inner_epochs,
+            groups,
+            output,
+            pdprox_variant,
             _checked: (),
         })
+    }
+
+    /// `groups` and `group_norm`: ids renumbered densely; only Pdprox has group penalties, and
+    /// their weight is `l1`. The length is checked against the data at fit time.
+    fn check_groups(&self, solver: SolverKind, l1: f64) -> Result<Option<Groups>> {
+        let norm =
+            one_of("group_norm", &self.group_norm, GroupNorm::NAMES, &[GroupNorm::L2, GroupNorm::Linf])?;
+        let Some(ids) = &self.groups else {
+            if norm != GroupNorm::L2 {
+                return Err(invalid(
+                    "group_norm",
+                    "applies to a group penalty; pass groups (a group id per feature) as well",
+                ));
+            }
+            return Ok(None);
+        };
+        if solver != SolverKind::Pdprox {
+            return Err(invalid(
+                "groups",
+                format!(
+                    "group penalties are solved by solver=\"pdprox\" only, got solver={:?}; \
+                     pass solver=\"pdprox\" or drop groups",
+                    self.solver
+                ),
+            ));
+        }
+        if l1 == 0.0 {
+            return Err(invalid("groups", "the group penalty's weight is l1 and l1 = 0; set l1 > 0"));
+        }
+        if ids.is_empty() {
+            return Err(invalid("groups", "is empty; pass one group id per feature"));
+        }
+        let mut dense: std::collections::HashMap<i64, usize> = std::collections::HashMap::new();
+        let of = ids
+            .iter()
+            .map(|id| {
+                let next = dense.len();
+                *dense.entry(*id).or_insert(next)
+            })
+            .collect();
+        Ok(Some(Groups { of, n_groups: dense.len(), norm }))
     }
 }
 
@@ -377,6 +535,23 @@ mod tests {
             (FitParams { loss: "smooth_hinge".into(), smoothing: 0.0, ..Default::default() }, "smoothing"),
             (FitParams { seed: -3, ..Default::default() }, "seed"),
             (FitParams { max_memory: Some(0), ..Default::default() }, "max_memory"),
+            (FitParams { loss: "quantile".into(), quantile: 1.0, ..Default::default() }, "quantile"),
+            (FitParams { loss: "quantile".into(), quantile: 0.0, ..Default::default() }, "quantile"),
+            (FitParams { solver: "pdprox".into(), ..Default::default() }, "solver"),
+            (
+                FitParams { solver: "pdprox".into(), loss: "squared_hinge".into(), ..Default::default() },
+                "solver",
+            ),
+            (FitParams { groups: Some(vec![0, 1]), l1: 1e-3, ..Default::default() }, "groups"),
+            (pdprox("hinge", FitParams { groups: Some(vec![0, 1]), ..Default::default() }), "groups"),
+            (pdprox("hinge", FitParams { groups: Some(vec![]), l1: 0.1, ..Default::default() }), "groups"),
+            (pdprox("hinge", FitParams { group_norm: "linf".into(), ..Default::default() }), "group_norm"),
+            (pdprox("hinge", FitParams { group_norm: "l3".into(), ..Default::default() }), "group_norm"),
+            (pdprox("hinge", FitParams { output: "best".into(), ..Default::default() }), "output"),
+            (
+                pdprox("hinge", FitParams { pdprox_variant: "both".into(), ..Default::default() }),
+                "pdprox_variant",
+            ),
         ];
         for (p, name) in cases {
             let err = p.check().unwrap_err();
@@ -389,6 +564,25 @@ mod tests {
         assert!(msg.contains("auto, sdca, accelerated"), "{msg}");
         let msg = FitParams { l2: 0.0, l1: 0.0, ..Default::default() }.check().unwrap_err().to_string();
         assert!(msg.contains("`l2`") && msg.contains("l1 > 0"), "{msg}");
+    }
+
+    fn pdprox(loss: &str, p: FitParams) -> FitParams {
+        FitParams { solver: "pdprox".into(), loss: loss.into(), ..p }
+    }
+
+    #[test]
+    fn pdprox_params_check() {
+        let p = FitParams { l2: 0.0, l1: 0.1, groups: Some(vec![7, 3, 7]), ..Default::default() };
+        let cfg = pdprox("quantile", FitParams { quantile: 0.9, ..p }).check().unwrap();
+        assert_eq!(cfg.loss, LossKind::Quantile { quantile: 0.9 });
+        let g = cfg.groups.unwrap();
+        assert_eq!((g.of, g.n_groups, g.norm), (vec![0, 1, 0], 2, GroupNorm::L2));
+        assert_eq!((cfg.output, cfg.pdprox_variant), (PdproxOutput::Last, PdproxVariant::Dual));
+        for loss in ["hinge", "absolute", "epsilon_insensitive", "quantile", "squared"] {
+            assert!(pdprox(loss, FitParams::default()).check().is_ok(), "{loss}");
+        }
+        let msg = pdprox("logistic", FitParams::default()).check().unwrap_err().to_string();
+        assert!(msg.contains("`solver`") && msg.contains("solver=\"sdca\""), "{msg}");
     }
 
     #[test]

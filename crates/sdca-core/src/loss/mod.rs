@@ -17,6 +17,7 @@ mod epsilon_insensitive;
 mod hinge;
 mod logistic;
 pub mod multiclass;
+mod quantile;
 mod smooth_hinge;
 mod squared;
 mod squared_hinge;
@@ -26,6 +27,7 @@ pub use epsilon_insensitive::EpsilonInsensitive;
 pub use hinge::Hinge;
 pub use logistic::{sigmoid, Logistic};
 pub use multiclass::{MulticlassHinge, Multinomial};
+pub use quantile::Quantile;
 pub use smooth_hinge::SmoothHinge;
 pub use squared::Squared;
 pub use squared_hinge::SquaredHinge;
@@ -165,6 +167,11 @@ pub enum LossKind {
         /// Half-width of the insensitive tube, `>= 0`.
         epsilon: f64,
     },
+    /// Pinball loss `tau (y - a)_+ + (1 - tau) (a - y)_+`.
+    Quantile {
+        /// The quantile level `tau`, in `(0, 1)`.
+        quantile: f64,
+    },
     /// Crammer-Singer `max_j (delta(j, y) + a_j - a_y)`, smoothed when `smoothing > 0`.
     MulticlassHinge {
         /// `gamma >= 0` of the smoothed loss (`0`: plain).
@@ -184,6 +191,7 @@ impl LossKind {
         "squared",
         "absolute",
         "epsilon_insensitive",
+        "quantile",
         "multiclass_hinge",
         "multiclass_smooth_hinge",
         "multinomial",
@@ -199,6 +207,7 @@ impl LossKind {
             Self::Squared => Squared::NAME,
             Self::Absolute => Absolute::NAME,
             Self::EpsilonInsensitive { .. } => EpsilonInsensitive::NAME,
+            Self::Quantile { .. } => Quantile::NAME,
             Self::MulticlassHinge { smoothing } if *smoothing > 0.0 => MulticlassHinge::SMOOTH_NAME,
             Self::MulticlassHinge { .. } => MulticlassHinge::NAME,
             Self::Multinomial => Multinomial::NAME,
@@ -220,9 +229,24 @@ impl LossKind {
             Self::Squared => Loss::smoothness(&Squared),
             Self::Absolute => Loss::smoothness(&Absolute),
             Self::EpsilonInsensitive { epsilon } => Loss::smoothness(&EpsilonInsensitive { epsilon }),
+            Self::Quantile { quantile } => Loss::smoothness(&Quantile { quantile }),
             Self::MulticlassHinge { smoothing } => smoothing,
             Self::Multinomial => Multinomial { k: 2 }.smoothness(),
         }
+    }
+
+    /// Whether the loss is a maximum of linear functions over a box of duals, so
+    /// `phi*(-alpha)` is linear (or, for `epsilon_insensitive`, linear plus `epsilon |alpha|`) on
+    /// a box (`papers/notes/pdprox.md` section 3.1): Pdprox's bilinear saddle form.
+    pub fn has_box_linear_dual(&self) -> bool {
+        matches!(self, Self::Hinge | Self::Absolute | Self::EpsilonInsensitive { .. } | Self::Quantile { .. })
+    }
+
+    /// The losses `solver="pdprox"` accepts: the box-linear ones, and `squared`, whose dual
+    /// step ([`Loss::dual_step`]) is also the exact prox of its conjugate (Chambolle-Pock's dual
+    /// step with a quadratic `phi*`).
+    pub fn pdprox_ready(&self) -> bool {
+        self.has_box_linear_dual() || matches!(self, Self::Squared)
     }
 
     /// Whether labels must be binary classes.

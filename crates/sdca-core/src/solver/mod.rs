@@ -31,6 +31,7 @@
 //!   `s_i` scales the loss of row `i`, so its smoothness, as `||x_i||^2` does.
 
 pub mod accelerated;
+pub mod pdprox;
 pub mod sdca;
 
 use std::time::Instant;
@@ -44,7 +45,7 @@ use crate::data::Rows;
 use crate::error::{Result, SdcaError};
 use crate::loss::{
     Absolute, BlockLoss, EpsilonInsensitive, Hinge, Logistic, LossKind, MulticlassHinge, Multinomial,
-    SmoothHinge, Squared, SquaredHinge,
+    Quantile, SmoothHinge, Squared, SquaredHinge,
 };
 use crate::reg::{soft_threshold, ElasticNet, L2};
 use crate::sampling::GapSampler;
@@ -213,7 +214,9 @@ pub struct Certificate {
 /// `coef` its exact primal partner, so [`row_outputs`]' row gaps average to `solved_gap`. For
 /// `"accelerated"` they are the duals of the last inner (proximal) problem: every `alpha_i` is
 /// feasible and converges to the optimal dual, but the row gaps average to that inner problem's
-/// gap, not to `certificate.gap`.
+/// gap, not to `certificate.gap`. For `"pdprox"` they are the feasible duals `theta` of its
+/// certificate ([`pdprox`]); their row gaps are non-negative, and the regularizer's
+/// Fenchel-Young term makes up the rest of `certificate.gap`.
 #[derive(Debug, Clone, PartialEq)]
 pub struct FitResult {
     /// Weights, `d` per output, output-major: `coef[c d + j]` is feature `j`'s weight for score
@@ -236,7 +239,7 @@ pub struct FitResult {
     /// with the inner gap target; with `inner_epochs`, the first one ending at least
     /// `check_every` epochs after the previous check).
     pub gap_trace: Vec<f64>,
-    /// Name of the solver that ran: `"sdca"` or `"accelerated"`.
+    /// Name of the solver that ran: `"sdca"`, `"accelerated"` or `"pdprox"`.
     pub solver: &'static str,
     /// The L2 weight of the problem actually solved: the config's `l2`, or for the Lasso
     /// (`l2 = 0`) the reduction's `tol P(0) / B^2`.
@@ -284,6 +287,8 @@ pub struct RowOutputs {
     pub decision: Vec<f64>,
     /// Weighted block gaps `s_i (phi + phi* + alpha a)`; their mean is the model's gap.
     pub gap: Vec<f64>,
+    /// Weighted loss terms `s_i phi(x_i . w + b, y_i)`; their mean is the loss part of `P`.
+    pub loss: Vec<f64>,
 }
 
 /// One solver's contribution to the loop: a pass of coordinate updates.
@@ -610,7 +615,7 @@ pub(crate) fn use_accelerated(kind: SolverKind, gamma: f64, r2: f64, l2: f64, n:
     }
     let condition = r2 / (gamma * l2);
     match kind {
-        SolverKind::Sdca => false,
+        SolverKind::Sdca | SolverKind::Pdprox => false,
         // The shift kappa n w multiplies the squared row norms by n: at extreme feature scales it
         // overflows, while plain SDCA's updates are scale-free, so auto keeps those on SDCA.
         SolverKind::Auto => condition > 10.0 * n as f64 && r2 * (n as f64) < 1e150,
@@ -747,6 +752,10 @@ macro_rules! with_loss {
                 let $l = EpsilonInsensitive { epsilon };
                 $body
             }
+            LossKind::Quantile { quantile } => {
+                let $l = Quantile { quantile };
+                $body
+            }
             LossKind::MulticlassHinge { smoothing } => {
                 let $l = MulticlassHinge { k: $k, smoothing };
                 $body
@@ -822,7 +831,11 @@ pub fn fit_from<D: Rows>(
         }
     }
     let mut rng = Xoshiro256PlusPlus::seed_from_u64(cfg.seed);
-    let fit = with_loss!(cfg.loss, k, |loss| solve(problem, loss, cfg, w, &mut rng))?;
+    let fit = if cfg.solver == SolverKind::Pdprox {
+        pdprox::fit(problem, cfg, w, &mut rng)?
+    } else {
+        with_loss!(cfg.loss, k, |loss| solve(problem, loss, cfg, w, &mut rng))?
+    };
     // Valid but extreme input (values near 1e150, a tiny l2 against large data) can overflow
     // inside the solver; NaN or infinity in a model is garbage, so it is an error instead.
     let c = &fit.certificate;
@@ -1057,7 +1070,8 @@ pub fn memory_estimate(n: usize, d: usize, k: usize) -> u64 {
     u64::try_from(bytes).unwrap_or(u64::MAX)
 }
 
-/// Per-row decision values and weighted block gaps of a fitted model on its training rows.
+/// Per-row decision values, weighted block gaps and weighted loss terms of a fitted model on its
+/// training rows.
 ///
 /// The gaps are the Fenchel-Young gaps of (`coef`, `alpha`); see [`FitResult`] for what their
 /// mean certifies with each solver.
@@ -1090,13 +1104,15 @@ fn rows_for<D: Rows, L: BlockLoss>(problem: &Problem<'_, D>, loss: L, fit: &FitR
     }
     let mut decision = vec![0.0; n * k];
     let mut gap = Vec::with_capacity(n);
+    let mut losses = Vec::with_capacity(n);
     for (i, scores) in decision.chunks_exact_mut(k).enumerate() {
         sdca::scores_into(problem.x, i, &w, 1.0, scores);
         let s = problem.weight(i);
         let alpha = &fit.alpha[i * k..(i + 1) * k];
         gap.push(if s > 0.0 { (s * loss.block_gap(alpha, scores, problem.y[i])).max(0.0) } else { 0.0 });
+        losses.push(if s > 0.0 { s * loss.value(scores, problem.y[i]) } else { 0.0 });
     }
-    RowOutputs { decision, gap }
+    RowOutputs { decision, gap, loss: losses }
 }
 
 #[cfg(test)]

@@ -484,7 +484,7 @@ mod tests {
             }
             let view = DenseView::new(&x, 120, 5).unwrap();
             // Non-smooth losses converge sublinearly (`sdca.txt` Theorem 2): a looser target.
-            let non_smooth = ["hinge", "absolute", "epsilon_insensitive", "multiclass_hinge"];
+            let non_smooth = ["hinge", "absolute", "epsilon_insensitive", "quantile", "multiclass_hinge"];
             let tol = if non_smooth.contains(loss) { 1e-5 } else { 1e-10 };
             for l1 in [0.0, 1e-3] {
                 let cfg = FitParams { l1, tol, ..params(loss) }.check().unwrap();
