@@ -79,7 +79,7 @@ fuzz-build:
 # first directory it is given, so the committed seeds come second and stay untouched).
 define fuzz_each
 	for t in $(FUZZ_TARGETS); do \
-		corpus=$(2) && mkdir -p $$corpus && \
+		corpus=$(2) && mkdir -p $$corpus fuzz/seeds/$$t && \
 		$(FUZZ_BIN)/$$t $(1) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \
 			-artifact_prefix=$(FUZZ_CORPUS)/$$t- $$corpus fuzz/seeds/$$t 2>&1 \
 			| grep -E "^(stat::number_of_executed_units|Done)|panicked|ERROR|SUMMARY|Test unit written" ; \
