@@ -9,7 +9,7 @@ use pyo3_polars::derive::polars_expr;
 use crate::convert::{check_feature_dtypes, named};
 use crate::error::param;
 use crate::fit::{self, split};
-use crate::kwargs::{FitKwargs, PredictKwargs};
+use crate::kwargs::{FitKwargs, Packed, PredictKwargs};
 use crate::output::{model_fields, rows_fields};
 use crate::predict;
 
@@ -25,13 +25,15 @@ fn fit_checked_fields(fields: &[Field], kw: &FitKwargs) -> PolarsResult<DataType
     Ok(fit::prediction_dtype(label.dtype(), cfg.loss.is_classification() || cfg.loss.is_multiclass()))
 }
 
-fn fit_output(fields: &[Field], kwargs: FitKwargs) -> PolarsResult<Field> {
+fn fit_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {
+    let kwargs = kwargs.fit()?;
     fit_checked_fields(fields, &kwargs)?;
     let multiclass = fit::is_multiclass(&kwargs);
     Ok(Field::new(fields[0].name().clone(), DataType::Struct(model_fields(fields[0].dtype(), multiclass))))
 }
 
-fn fit_rows_output(fields: &[Field], kwargs: FitKwargs) -> PolarsResult<Field> {
+fn fit_rows_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {
+    let kwargs = kwargs.fit()?;
     let prediction = fit_checked_fields(fields, &kwargs)?;
     let multiclass = fit::is_multiclass(&kwargs);
     Ok(Field::new(fields[0].name().clone(), DataType::Struct(rows_fields(&prediction, multiclass))))
@@ -43,14 +45,16 @@ fn predict_output(fields: &[Field], kwargs: PredictKwargs) -> PolarsResult<Field
 }
 
 #[polars_expr(output_type_func_with_kwargs = fit_output)]
-fn fit(inputs: &[Series], kwargs: FitKwargs) -> PolarsResult<Series> {
+fn fit(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
+    let kwargs = kwargs.fit()?;
     let inputs = named(inputs, &kwargs.layout);
     split(fit::warm_input(&inputs, &kwargs.layout).0, &kwargs.layout)?;
     fit::model(&inputs, &kwargs)
 }
 
 #[polars_expr(output_type_func_with_kwargs = fit_rows_output)]
-fn fit_rows(inputs: &[Series], kwargs: FitKwargs) -> PolarsResult<Series> {
+fn fit_rows(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
+    let kwargs = kwargs.fit()?;
     let inputs = named(inputs, &kwargs.layout);
     split(fit::warm_input(&inputs, &kwargs.layout).0, &kwargs.layout)?;
     fit::rows(&inputs, &kwargs)
@@ -71,12 +75,14 @@ fn crf_checked(fields: &[Field], kw: &crate::kwargs::CrfKwargs) -> PolarsResult<
     Ok(tag.dtype().clone())
 }
 
-fn crf_fit_output(fields: &[Field], kwargs: crate::kwargs::CrfKwargs) -> PolarsResult<Field> {
+fn crf_fit_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {
+    let kwargs = kwargs.crf()?;
     let tag = crf_checked(fields, &kwargs)?;
     Ok(Field::new(fields[0].name().clone(), DataType::Struct(crate::crf::model_fields(&tag))))
 }
 
-fn crf_fit_rows_output(fields: &[Field], kwargs: crate::kwargs::CrfKwargs) -> PolarsResult<Field> {
+fn crf_fit_rows_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {
+    let kwargs = kwargs.crf()?;
     let tag = crf_checked(fields, &kwargs)?;
     Ok(Field::new(fields[0].name().clone(), DataType::Struct(crate::crf::rows_fields(&tag))))
 }
@@ -88,14 +94,16 @@ fn crf_predict_output(fields: &[Field], _kwargs: crate::kwargs::CrfPredictKwargs
 }
 
 #[polars_expr(output_type_func_with_kwargs = crf_fit_output)]
-fn crf_fit(inputs: &[Series], kwargs: crate::kwargs::CrfKwargs) -> PolarsResult<Series> {
+fn crf_fit(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
+    let kwargs = kwargs.crf()?;
     let inputs = named(inputs, &kwargs.layout);
     crate::crf::split(&inputs, &kwargs.layout)?;
     crate::crf::model(&inputs, &kwargs)
 }
 
 #[polars_expr(output_type_func_with_kwargs = crf_fit_rows_output)]
-fn crf_fit_rows(inputs: &[Series], kwargs: crate::kwargs::CrfKwargs) -> PolarsResult<Series> {
+fn crf_fit_rows(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
+    let kwargs = kwargs.crf()?;
     let inputs = named(inputs, &kwargs.layout);
     crate::crf::split(&inputs, &kwargs.layout)?;
     crate::crf::rows(&inputs, &kwargs)

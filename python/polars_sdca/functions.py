@@ -148,12 +148,14 @@ def _register(
     variants) are aggregations: ``returns_scalar``.
     """
     payload = {"layout": layout, "on_error": params.pop("on_error"), "params": params}
-    check(pickle.dumps(payload, protocol=5))
+    packed = pickle.dumps(payload, protocol=5)
+    check(packed)
     return register_plugin_function(
         plugin_path=_LIB,
         function_name=function_name,
         args=args,
-        kwargs=payload,
+        # One bytes value: the plugin decodes the payload once per thread, not once per group.
+        kwargs={"packed": packed},
         returns_scalar=not function_name.endswith("_rows"),
     )
 
