@@ -412,9 +412,9 @@ pub(crate) fn drive<S: Coordinate>(
             }
             // Drawn from the gaps stored at the epoch's start; the pass keeps storing fresh ones.
             Sampling::Gap => {
-                let active = solver.active();
+                let (active, gaps) = (solver.active(), solver.gaps());
                 for slot in order.iter_mut() {
-                    *slot = match solver.gaps() {
+                    *slot = match gaps {
                         Some(gaps) => active[gaps.draw(rng)],
                         None => active[rng.random_range(0..active.len())],
                     };
@@ -956,7 +956,7 @@ fn scale_to_best_dual<D: Rows, L: BlockLoss>(
     let movable = |i: usize| problem.weight(i) > 0.0 && row_sq[i] > 0.0;
     let mut sa = vec![0.0; k];
     let (scale, t, dk) = (1.0 / (l2 * n as f64), l1 / l2, d * k);
-    let mut dual = |c: f64| {
+    let dual = |c: f64| {
         let mut conj = 0.0;
         for i in (0..n).filter(|&i| movable(i)) {
             for (b, &a) in sa.iter_mut().zip(&alpha[i * k..(i + 1) * k]) {
@@ -969,33 +969,42 @@ fn scale_to_best_dual<D: Rows, L: BlockLoss>(
         -conj / n as f64 - 0.5 * l2 * (feats + icept)
     };
     // Each evaluation costs about a tenth of an epoch (a conjugate per row), and D is flat near
-    // its maximum: 12 golden-section steps (c to 3e-3), one new evaluation each, 15 in all.
-    let ratio = (5f64.sqrt() - 1.0) / 2.0;
-    let (mut lo, mut hi) = (0.0f64, 1.0f64);
-    let (mut m1, mut m2) = (hi - ratio * (hi - lo), lo + ratio * (hi - lo));
-    let (mut d1, mut d2) = (dual(m1), dual(m2));
-    for _ in 0..12 {
-        if d1 < d2 {
-            (lo, m1, d1) = (m1, m2, d2);
-            m2 = lo + ratio * (hi - lo);
-            d2 = dual(m2);
-        } else {
-            (hi, m2, d2) = (m2, m1, d1);
-            m1 = hi - ratio * (hi - lo);
-            d1 = dual(m1);
-        }
-    }
-    let best = [0.5 * (lo + hi), 0.0, 1.0]
-        .into_iter()
-        .map(|c| (c, dual(c)))
-        .filter(|(_, value)| value.is_finite())
-        .fold((1.0, f64::NEG_INFINITY), |b, cv| if cv.1 > b.1 { cv } else { b });
-    let c = best.0;
+    // its maximum: 12 golden-section steps (c to 3e-3) are enough.
+    let c = argmax_concave(1.0, 12, dual).map_or(1.0, |(c, _)| c);
     if c != 1.0 {
         for i in (0..n).filter(|&i| movable(i)) {
             alpha[i * k..(i + 1) * k].iter_mut().for_each(|a| *a *= c);
         }
     }
+}
+
+/// The best of `f` on `[0, hi]` for a concave `f`: `steps` golden-section steps (one new
+/// evaluation each), then the bracket's midpoint against both ends, so that a maximum at an end
+/// (the cold start or the unscaled duals of a warm start) is kept. `None` when no candidate is
+/// finite.
+pub(crate) fn argmax_concave(hi: f64, steps: usize, mut f: impl FnMut(f64) -> f64) -> Option<(f64, f64)> {
+    let ratio = (5f64.sqrt() - 1.0) / 2.0;
+    let (mut lo, mut up) = (0.0f64, hi);
+    let (mut m1, mut m2) = (up - ratio * up, ratio * up);
+    let (mut f1, mut f2) = (f(m1), f(m2));
+    for _ in 0..steps {
+        if f1 < f2 {
+            (lo, m1, f1) = (m1, m2, f2);
+            m2 = lo + ratio * (up - lo);
+            f2 = f(m2);
+        } else {
+            (up, m2, f2) = (m2, m1, f1);
+            m1 = up - ratio * (up - lo);
+            f1 = f(m1);
+        }
+    }
+    [0.5 * (lo + up), 0.0, hi].into_iter().map(|c| (c, f(c))).filter(|(_, value)| value.is_finite()).fold(
+        None,
+        |best: Option<(f64, f64)>, cv| match best {
+            Some(b) if b.1 >= cv.1 => Some(b),
+            _ => Some(cv),
+        },
+    )
 }
 
 /// Re-certifies an accelerated solution on the original problem with plain SDCA from its duals.

@@ -298,20 +298,8 @@ impl<D: Rows, L: Loss> Pdprox<'_, '_, D, L> {
                 .into_iter()
                 .fold((0.0, f64::NEG_INFINITY), |b, cv| if cv.1 > b.1 { cv } else { b })
         } else {
-            let ratio = (5f64.sqrt() - 1.0) / 2.0;
-            let (mut lo, mut hi) = (0.0f64, c_max);
-            for _ in 0..40 {
-                let (m1, m2) = (hi - ratio * (hi - lo), lo + ratio * (hi - lo));
-                if at(m1, &mut scratch, &self.pen) < at(m2, &mut scratch, &self.pen) {
-                    lo = m1;
-                } else {
-                    hi = m2;
-                }
-            }
-            [0.5 * (lo + hi), 0.0, c_max]
-                .into_iter()
-                .map(|c| (c, at(c, &mut scratch, &self.pen)))
-                .fold((0.0, f64::NEG_INFINITY), |b, cv| if cv.1 > b.1 { cv } else { b })
+            super::argmax_concave(c_max, 40, |c| at(c, &mut scratch, &self.pen))
+                .unwrap_or((0.0, f64::NEG_INFINITY))
         };
         self.scratch = scratch;
         DualPoint { value, scale, f_pos, f_neg }

@@ -228,10 +228,10 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
             conj_sum += s * self.loss.conj_neg(al, y);
             let gap = s * self.loss.block_gap(al, scores, y);
             gap_sum += gap;
-            if let Some(g) = &mut self.gaps {
-                if let Some(&slot) = g.slot.get(i).filter(|&&p| p != u32::MAX) {
-                    g.sampler.set_gap(slot as usize, gap);
-                }
+            // Rows outside `active` (no slot) are never drawn.
+            match &mut self.gaps {
+                Some(g) if g.slot[i] != u32::MAX => g.sampler.set_gap(g.slot[i] as usize, gap),
+                _ => {}
             }
         }
         let nf = n as f64;
