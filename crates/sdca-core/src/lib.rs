@@ -20,4 +20,7 @@ pub mod solver;
 pub use config::{FitConfig, FitParams, Interrupt, SolverKind};
 pub use data::{CsrView, DenseView, Rows};
 pub use error::{Result, SdcaError};
-pub use solver::{fit, fit_from, memory_estimate, row_outputs, FitResult, Problem, RowOutputs, Status, Warm};
+pub use solver::{
+    fit, fit_from, local_round, memory_estimate, row_outputs, FitResult, LocalRound, Problem, RoundSpec,
+    RowOutputs, Status, Warm,
+};

@@ -93,6 +93,37 @@ pub struct Problem<'a, D: Rows> {
 impl<'a, D: Rows> Problem<'a, D> {
     /// Checks lengths, labels against the loss and weights.
     pub fn new(x: &'a D, y: &'a [f64], weights: Option<&'a [f64]>, loss: LossKind) -> Result<Self> {
+        Self::checked(x, y, weights, loss, true)
+    }
+
+    /// One partition of a distributed problem ([`local_round`]): the checks of [`Problem::new`]
+    /// except that its rows may hold a single class (the whole problem was checked for two);
+    /// `n_outputs` is the whole problem's number of scores.
+    pub fn partition(
+        x: &'a D,
+        y: &'a [f64],
+        weights: Option<&'a [f64]>,
+        loss: LossKind,
+        n_outputs: usize,
+    ) -> Result<Self> {
+        let p = Self::checked(x, y, weights, loss, false)?;
+        if p.n_outputs > n_outputs {
+            return Err(SdcaError::ShapeMismatch {
+                what: "partition classes vs the whole problem's",
+                expected: n_outputs,
+                got: p.n_outputs,
+            });
+        }
+        Ok(Self { n_outputs, ..p })
+    }
+
+    fn checked(
+        x: &'a D,
+        y: &'a [f64],
+        weights: Option<&'a [f64]>,
+        loss: LossKind,
+        two_classes: bool,
+    ) -> Result<Self> {
         let n = x.n_rows();
         if y.len() != n {
             return Err(SdcaError::ShapeMismatch {
@@ -120,7 +151,7 @@ impl<'a, D: Rows> Problem<'a, D> {
             }
         }
         if loss.is_multiclass() {
-            return Self::multiclass(x, y, weights, loss);
+            return Self::multiclass(x, y, weights, loss, two_classes);
         }
         let classification = loss.is_classification();
         for (row, &v) in y.iter().enumerate() {
@@ -138,7 +169,7 @@ impl<'a, D: Rows> Problem<'a, D> {
                 });
             }
         }
-        if classification {
+        if classification && two_classes {
             let weight = |i: usize| weights.map_or(1.0, |s| s[i]);
             let has = |c: f64| (0..n).any(|i| y[i] == c && weight(i) > 0.0);
             if !(has(1.0) && has(-1.0)) {
@@ -150,7 +181,13 @@ impl<'a, D: Rows> Problem<'a, D> {
     }
 
     /// Multiclass labels: class indices `0..k` with at least two classes of positive weight.
-    fn multiclass(x: &'a D, y: &'a [f64], weights: Option<&'a [f64]>, loss: LossKind) -> Result<Self> {
+    fn multiclass(
+        x: &'a D,
+        y: &'a [f64],
+        weights: Option<&'a [f64]>,
+        loss: LossKind,
+        two_classes: bool,
+    ) -> Result<Self> {
         let mut k = 0usize;
         for (row, &v) in y.iter().enumerate() {
             if !(v >= 0.0 && v.fract() == 0.0 && v < u32::MAX as f64) {
@@ -165,7 +202,7 @@ impl<'a, D: Rows> Problem<'a, D> {
         }
         let weight = |i: usize| weights.map_or(1.0, |s| s[i]);
         let first = (0..y.len()).find(|&i| weight(i) > 0.0).map(|i| y[i]);
-        if let Some(c) = first {
+        if let Some(c) = first.filter(|_| two_classes) {
             if (0..y.len()).all(|i| weight(i) == 0.0 || y[i] == c) {
                 return Err(SdcaError::OneClass { label: format!("class index {c}") });
             }
@@ -776,6 +813,10 @@ macro_rules! with_loss {
         }
     };
 }
+
+// After `with_loss!`, which it uses (textual macro scope).
+mod cocoa;
+pub use cocoa::{local_round, LocalRound, RoundSpec};
 
 /// Fit a regularized linear model (DESIGN.md section 3) with the configured solver, from
 /// scratch: `fit_from(problem, cfg, None)`.

@@ -209,6 +209,22 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
         }
     }
 
+    /// Moves the shift so that the state's primal point is exactly `w` (feature-major, same
+    /// layout as `v`) at the current duals: `v = w l2 n`, `shift = v - sum_i s_i x_i alpha_i^T`.
+    /// A CoCoA+ partition ([`super::cocoa`]) starts each round at the global model this way.
+    pub fn center_at(&mut self, w: &[f64]) {
+        let mut sum = vec![0.0; self.v.len()];
+        self.dual_sum(&mut sum);
+        self.v = w.iter().map(|wj| wj / self.scale).collect();
+        self.shift = self.v.iter().zip(&sum).map(|(v, s)| v - s).collect();
+        self.refresh_w();
+    }
+
+    /// The unscaled dual sum `v` (shift included) as it stands.
+    pub fn dual_point(&self) -> Vec<f64> {
+        self.v.clone()
+    }
+
     /// Rebuilds `v` and `w` from `alpha` and makes one read-only pass at `w`.
     pub fn evaluate(&mut self) -> Eval {
         self.rebuild();
