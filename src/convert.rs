@@ -109,6 +109,10 @@ impl Dense {
     pub fn name(&self) -> &str {
         &self.name
     }
+    /// Number of features.
+    pub fn n_cols(&self) -> usize {
+        self.n_cols
+    }
 }
 
 fn is_sparse_dtype(dt: &DataType) -> bool {

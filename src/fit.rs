@@ -13,10 +13,10 @@ use crate::output::{self, ModelMeta};
 pub struct Group {
     /// Warm-start coefficients (output-major) and intercepts.
     warm: Option<(Vec<f64>, Vec<f64>)>,
-    labels: Labels,
-    features: Features,
-    weights: Option<(String, Vec<f64>)>,
-    label_name: String,
+    pub(crate) labels: Labels,
+    pub(crate) features: Features,
+    pub(crate) weights: Option<(String, Vec<f64>)>,
+    pub(crate) label_name: String,
     /// Input row of each fitted row, when `null_policy="drop"` removed some.
     kept: Option<Vec<IdxSize>>,
 }

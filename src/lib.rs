@@ -5,6 +5,7 @@
 //! the solvers live in `sdca-core`.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
+mod cocoa;
 mod convert;
 mod crf;
 mod error;
@@ -47,5 +48,6 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(check_fit_kwargs, m)?)?;
     m.add_function(wrap_pyfunction!(check_crf_kwargs, m)?)?;
+    m.add_class::<cocoa::CocoaPartition>()?;
     Ok(())
 }
