@@ -25,10 +25,10 @@ help: ## list the targets
 $(DEPS_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet $$($(PY) scripts/deps.py build test dev bench)
+	$(PY) -m pip install --quiet $$($(PY) scripts/deps.py build test dev bench ray)
 	rm -f $(VENV)/.deps-* && touch $@
 
-venv: $(DEPS_STAMP) ## create the venv and install the build, test and benchmark dependencies
+venv: $(DEPS_STAMP) ## create the venv and install the build, test, benchmark and Ray dependencies
 
 $(BUILD_STAMP): $(DEPS_STAMP) $(RUST_SRC) pyproject.toml
 	VIRTUAL_ENV=$(abspath $(VENV)) PATH=$(abspath $(VENV))/bin:$$PATH $(VENV)/bin/maturin develop --release --quiet

@@ -134,6 +134,18 @@ def _string(name: str, value: object) -> str:
     return value
 
 
+def _pack(layout: dict[str, Any], params: dict[str, Any], check: Callable[[bytes], None]) -> bytes:
+    """A fit's kwargs as the plugin reads them, checked by the Rust validator.
+
+    The payload nests the solver parameters under ``params`` (read straight into the core's
+    parameter struct) next to the input ``layout`` and ``on_error``.
+    """
+    payload = {"layout": layout, "on_error": params.pop("on_error"), "params": params}
+    packed = pickle.dumps(payload, protocol=5)
+    check(packed)
+    return packed
+
+
 def _register(
     function_name: str,
     args: list[pl.Expr],
@@ -141,15 +153,9 @@ def _register(
     params: dict[str, Any],
     check: Callable[[bytes], None],
 ) -> pl.Expr:
-    """Check a fit's kwargs with the Rust validator, then register the plugin call.
-
-    The payload nests the solver parameters under ``params`` (read straight into the core's
-    parameter struct) next to the input ``layout`` and ``on_error``. Fits (not the ``_rows``
-    variants) are aggregations: ``returns_scalar``.
-    """
-    payload = {"layout": layout, "on_error": params.pop("on_error"), "params": params}
-    packed = pickle.dumps(payload, protocol=5)
-    check(packed)
+    """Check a fit's kwargs, then register the plugin call. Fits (not the ``_rows`` variants)
+    are aggregations: ``returns_scalar``."""
+    packed = _pack(layout, params, check)
     return register_plugin_function(
         plugin_path=_LIB,
         function_name=function_name,
@@ -163,6 +169,15 @@ def _register(
 def _fit_call(
     function_name: str, label: IntoExpr, features: IntoFeatures, options: dict[str, Any]
 ) -> pl.Expr:
+    args, layout, kwargs = _fit_inputs(label, features, options)
+    return _register(function_name, args, layout, kwargs, _internal.check_fit_kwargs)
+
+
+def _fit_inputs(
+    label: IntoExpr, features: IntoFeatures, options: dict[str, Any]
+) -> tuple[list[pl.Expr], dict[str, Any], dict[str, Any]]:
+    """A fit's input expressions (label, features..., weights, warm start), their layout and
+    the solver parameters, converted and type-checked (values are checked by :func:`_pack`)."""
     opts = _with_defaults(options, _DEFAULTS)
     feature_exprs = _feature_exprs(features)
     args = [_expr(label, "label"), *feature_exprs]
@@ -192,7 +207,7 @@ def _fit_call(
         "has_warm_start": warm_start is not None,
         "names": [_name(a) for a in args],
     }
-    return _register(function_name, args, layout, kwargs, _internal.check_fit_kwargs)
+    return args, layout, kwargs
 
 
 def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) -> pl.Expr:
