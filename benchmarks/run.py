@@ -160,7 +160,9 @@ def run_sparse_case(p: SparseProblem, case: SparseCase, args: argparse.Namespace
             return obj, float(relative_suboptimality(obj, p_star)), solver.info(result)
 
         log(f"  {key}: calibrating tol")
-        cal = calibrate(solver.build, score, tol_ladder(1e-1, 1e-12), target)
+        # Quick runs walk one tolerance per decade (half the fits), full runs two.
+        ladder = tol_ladder(1e-1, 1e-12, per_decade=1 if args.quick else 2)
+        cal = calibrate(solver.build, score, ladder, target)
         chosen = cal.chosen
         log(f"  {key}: tol={chosen.tol:g} reached={cal.reached}; timing {args.repeat}x")
         timing = time_call(solver.build(chosen.tol), args.repeat)
