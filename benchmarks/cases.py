@@ -53,6 +53,61 @@ class Solver:
 # --------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
+class SparseCase:
+    """One objective on the sparse token data, with the issue-7 bar's accuracy target.
+
+    ``l1 = l1_factor * l1_max`` with ``l1_max = ||X^T y||_inf / n`` (the smallest ``l1`` at
+    which the lasso solution is zero; the smallest penalty of ``warm_path.py``'s path is
+    ``1e-3 l1_max``). Regression losses use the label ``y`` in {-1, +1} as a real target.
+    """
+
+    id: str
+    loss: Loss
+    l2: float
+    target: float  # required (P - P*) / P*, the bar's
+    l1_factor: float = 0.0
+    smoothing: float = 1.0
+
+    def l1(self, p: SparseProblem) -> float:
+        """The elastic-net ``l1`` of this case on ``p`` (0 for pure l2 cases)."""
+        if not self.l1_factor:
+            return 0.0
+        return self.l1_factor * float(np.abs(p.x.T @ p.y).max()) / p.n
+
+
+SPARSE_CASES: dict[str, SparseCase] = {
+    c.id: c
+    for c in (
+        SparseCase("sparse-logistic", "logistic", 1e-4, 1e-7),
+        SparseCase("sparse-hinge", "hinge", 1e-4, 1e-7),
+        SparseCase("sparse-squared", "squared", 1e-4, 1e-7),
+        SparseCase("sparse-smooth-hinge", "smooth_hinge", 1e-4, 1e-8),
+        SparseCase("sparse-elasticnet", "squared", 1e-4, 1e-8, l1_factor=1e-3),
+    )
+}
+LIGHTNING_MAX_ITER = 100_000
+
+
+def lightning_unavailable() -> str | None:
+    """Why lightning (``sklearn-contrib-lightning``) cannot be imported, or None if it can.
+
+    Its last release (0.6.2.post0, 2022) has no wheel for current CPython, and its sdist
+    builds only with ``numpy.distutils`` and with Cython and ``wheel`` installed first
+    (``pip install cython wheel`` then ``pip install --no-build-isolation
+    sklearn-contrib-lightning``): not installable by a plain ``pip install`` of an extra.
+    """
+    try:
+        import lightning.classification
+        import lightning.regression  # noqa: F401
+    except Exception as exc:  # ImportError, or a binary built against another numpy
+        return (
+            f"not installable by pip here ({type(exc).__name__}: {exc}); it needs "
+            "`pip install cython wheel && pip install --no-build-isolation sklearn-contrib-lightning`"
+        )
+    return None
+
+
 @dataclass
 class SparseProblem:
     """The sparse binary token problem, as a Polars frame and as SciPy arrays for scoring."""
@@ -132,24 +187,45 @@ def _sdca_model_info(model: dict[str, Any]) -> dict[str, Any]:
 
 
 def sparse_solvers(
-    p: SparseProblem, loss: Loss, l2: float, max_iter: int = SKLEARN_MAX_ITER
+    p: SparseProblem,
+    loss: Loss,
+    l2: float,
+    max_iter: int = SKLEARN_MAX_ITER,
+    *,
+    l1: float = 0.0,
+    smoothing: float = 1.0,
 ) -> dict[str, Solver]:
-    """polars-sdca and its scikit-learn peers at the same objective (C = 1/(l2 n)).
+    """polars-sdca and its peers at the same objective.
 
-    ``max_iter`` caps the scikit-learn solvers' iterations; it is large by default so that
-    the tolerance, not the cap, stops them (a capped fit is reported by its warning).
+    Mappings to DESIGN.md section 3, ``(1/n) sum phi + (l2/2)||w||^2 + l1 ||w||_1``:
+
+    * LogisticRegression / LinearSVC: ``C = 1/(l2 n)``.
+    * ``Ridge`` minimizes ``||y - Xw||^2 + alpha ||w||^2``: ``alpha = l2 n`` (divide by 2n).
+    * ``ElasticNet`` minimizes ``||y - Xw||^2 / (2n) + alpha l1_ratio ||w||_1 +
+      alpha (1 - l1_ratio) ||w||^2 / 2``: ``alpha = l1 + l2``, ``l1_ratio = l1 / (l1 + l2)``.
+    * lightning ``SDCAClassifier`` / ``SDCARegressor`` minimize ``(1/n) sum loss +
+      alpha l1_ratio ||w||_1 + alpha (1 - l1_ratio) ||w||^2 / 2`` (its docstring and
+      ``sdca_fast.pyx``; smooth hinge with ``gamma`` as ``sdca.txt`` eq. 6, squared loss
+      ``(a - y)^2 / 2``): the same ``alpha``, ``l1_ratio``, and ``gamma = smoothing``.
+
+    ``max_iter`` caps the peers' iterations; it is large by default so that the tolerance,
+    not the cap, stops them (a capped fit is reported by its warning).
     """
-    from sklearn.linear_model import LogisticRegression
+    from sklearn.linear_model import ElasticNet, LogisticRegression, Ridge
     from sklearn.svm import LinearSVC
 
     c = 1.0 / (l2 * p.n)
+    # The label as a real target for the regression losses (-1.0 / +1.0).
+    label = pl.col("y").cast(pl.Float64) if loss == "squared" else pl.col("y")
 
     def sdca(tol: float | None) -> Callable[[], pl.DataFrame]:
         expr = ps.fit(
-            "y",
+            label,
             "features",
             loss=loss,
             l2=l2,
+            l1=l1,
+            smoothing=smoothing,
             tol=tol if tol is not None else 1e-6,
             fit_intercept=False,
             n_features=p.n_features,
@@ -175,6 +251,8 @@ def sparse_solvers(
             def run() -> Any:
                 x = datasets.sparse_to_scipy(p.df, "features", n_features=p.n_features)
                 y = p.df.get_column("y").to_numpy()
+                if loss == "squared":
+                    y = y.astype(np.float64)
                 return make(tol if tol is not None else 1e-4).fit(x, y)
 
             return run
@@ -185,7 +263,11 @@ def sparse_solvers(
         return np.asarray(est.coef_, dtype=np.float64).ravel()
 
     def est_info(est: Any) -> dict[str, Any]:
-        return {"iterations": int(np.max(est.n_iter_))}
+        n_iter = getattr(est, "n_iter_", None)
+        return {} if n_iter is None else {"iterations": int(np.max(n_iter))}
+
+    def lightning_info(est: Any) -> dict[str, Any]:
+        return {}
 
     if loss == "logistic":
         solvers["liblinear"] = Solver(
@@ -221,6 +303,59 @@ def sparse_solvers(
             est_coef,
             est_info,
             "liblinear dual CD eps (projected-gradient spread)",
+        )
+    elif loss == "squared" and not l1:
+        for solver in ("sparse_cg", "lsqr"):
+            solvers[solver] = Solver(
+                f"sklearn Ridge ({solver})",
+                sklearn(
+                    lambda tol, solver=solver: Ridge(
+                        alpha=l2 * p.n, solver=solver, fit_intercept=False, tol=tol, max_iter=max_iter
+                    )
+                ),
+                est_coef,
+                est_info,
+                "conjugate gradient residual (rtol)" if solver == "sparse_cg" else "LSQR atol = btol",
+            )
+    elif loss == "squared":
+        solvers["cd"] = Solver(
+            "sklearn ElasticNet (coordinate descent)",
+            sklearn(
+                lambda tol: ElasticNet(
+                    alpha=l1 + l2,
+                    l1_ratio=l1 / (l1 + l2),
+                    fit_intercept=False,
+                    tol=tol,
+                    max_iter=max_iter,
+                )
+            ),
+            est_coef,
+            est_info,
+            "duality gap <= tol * ||y||^2 / n",
+        )
+    if lightning_unavailable() is None and (loss == "smooth_hinge" or (loss == "squared" and l1)):
+        from lightning.classification import SDCAClassifier
+        from lightning.regression import SDCARegressor
+
+        def make_lightning(tol: float) -> Any:
+            est = SDCAClassifier if loss == "smooth_hinge" else SDCARegressor
+            kwargs = {"gamma": smoothing} if loss == "smooth_hinge" else {}
+            return est(
+                alpha=l1 + l2,
+                l1_ratio=l1 / (l1 + l2),
+                loss=loss,
+                tol=tol,
+                max_iter=min(max_iter, LIGHTNING_MAX_ITER),
+                random_state=0,
+                **kwargs,
+            )
+
+        solvers["lightning"] = Solver(
+            "lightning (prox-)SDCA",
+            sklearn(make_lightning),
+            est_coef,
+            lightning_info,
+            "absolute duality-gap estimate (loss summed during the epoch)",
         )
     return solvers
 

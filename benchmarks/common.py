@@ -36,12 +36,12 @@ from typing import Any, Literal
 import numpy as np
 import numpy.typing as npt
 import scipy.sparse
-from scipy.special import xlogy
+from scipy.special import expit, xlogy
 
-Loss = Literal["logistic", "hinge", "squared"]
+Loss = Literal["logistic", "hinge", "squared", "smooth_hinge"]
 FloatArray = npt.NDArray[np.float64]
 
-CLASSIFICATION_LOSSES = ("logistic", "hinge")
+CLASSIFICATION_LOSSES = ("logistic", "hinge", "smooth_hinge")
 REPO = Path(__file__).resolve().parent.parent
 
 
@@ -111,14 +111,31 @@ def _signed(y: npt.ArrayLike, loss: Loss) -> FloatArray:
     return arr
 
 
-def _phi(margin: FloatArray, y: FloatArray, loss: Loss) -> FloatArray:
+def _phi(margin: FloatArray, y: FloatArray, loss: Loss, smoothing: float = 1.0) -> FloatArray:
     if loss == "logistic":
         return np.logaddexp(0.0, -y * margin)
     if loss == "hinge":
         return np.maximum(0.0, 1.0 - y * margin)
     if loss == "squared":
         return 0.5 * (margin - y) ** 2
+    if loss == "smooth_hinge":
+        # sdca.txt eq. 6 with gamma = smoothing: 0 above 1, linear below 1 - gamma, quadratic between.
+        u = 1.0 - y * margin
+        g = smoothing
+        return np.where(u <= 0.0, 0.0, np.where(u >= g, u - 0.5 * g, 0.5 * u * u / g))
     msg = f"unknown loss {loss!r}"
+    raise ValueError(msg)
+
+
+def _neg_phi_prime(margin: FloatArray, y: FloatArray, loss: Loss, smoothing: float = 1.0) -> FloatArray:
+    """Return ``-phi'(margin)``: the optimal dual variable of each row for a smooth loss."""
+    if loss == "logistic":
+        return y * expit(-y * margin)
+    if loss == "squared":
+        return y - margin
+    if loss == "smooth_hinge":
+        return y * np.clip((1.0 - y * margin) / smoothing, 0.0, 1.0)
+    msg = f"loss {loss!r} is not differentiable"
     raise ValueError(msg)
 
 
@@ -129,15 +146,18 @@ def primal_objective(
     *,
     loss: Loss,
     l2: float,
+    l1: float = 0.0,
+    smoothing: float = 1.0,
 ) -> float | FloatArray:
-    """Return ``P(w) = (1/n) sum_i phi(x_i . w, y_i) + (l2/2) ||w||^2`` (no intercept).
+    """Return ``P(w) = (1/n) sum_i phi(x_i . w, y_i) + (l2/2) ||w||^2 + l1 ||w||_1`` (no intercept).
 
     ``x`` is either a CSR matrix ``(n, d)`` with ``w`` of shape ``(d,)`` (one problem,
     a float is returned), or a dense array ``(..., n, d)`` with ``y`` ``(..., n)`` and
     ``w`` ``(..., d)`` (a batch of independent problems, e.g. one per group; an array of
     objectives of shape ``(...)`` is returned). Intercepts are handled by the callers as
     an explicit constant feature, so this one function scores every case. ``squared`` is
-    ``(a - y)^2 / 2`` as in DESIGN.md.
+    ``(a - y)^2 / 2`` as in DESIGN.md; ``smooth_hinge`` is ``sdca.txt`` eq. 6 with
+    ``gamma = smoothing``.
     """
     w = np.asarray(w, dtype=np.float64)
     if scipy.sparse.issparse(x):
@@ -145,7 +165,9 @@ def primal_objective(
     else:
         margin = np.einsum("...nd,...d->...n", np.asarray(x, dtype=np.float64), w)
     ys = _signed(y, loss)
-    value = _phi(margin, ys, loss).mean(axis=-1) + 0.5 * l2 * np.sum(w * w, axis=-1)
+    value = _phi(margin, ys, loss, smoothing).mean(axis=-1) + 0.5 * l2 * np.sum(w * w, axis=-1)
+    if l1:
+        value = value + l1 * np.sum(np.abs(w), axis=-1)
     if np.ndim(value) == 0:
         return float(value)
     return np.asarray(value, dtype=np.float64)
@@ -158,33 +180,63 @@ def dual_objective(
     *,
     loss: Loss,
     l2: float,
+    l1: float = 0.0,
+    smoothing: float = 1.0,
 ) -> tuple[float, FloatArray]:
-    """Return ``(D(alpha), w(alpha))`` for the SDCA dual of DESIGN.md section 3.
+    """Return ``(D(alpha), w(alpha))`` for the (Prox-)SDCA dual of DESIGN.md section 3.
 
-    ``D(alpha) = (1/n) sum_i -phi_i*(-alpha_i) - (l2/2) ||w(alpha)||^2`` with
-    ``w(alpha) = X^T alpha / (l2 n)``. With ``beta_i = y_i alpha_i``: logistic
-    ``-phi*(-alpha) = H(beta)`` (binary entropy, ``beta`` in [0, 1]); hinge ``beta``
-    (``beta`` in [0, 1]); squared ``alpha y - alpha^2 / 2``. Any ``beta`` outside its box
-    by more than 1e-9 makes the dual ``-inf`` (no certificate). Weak duality gives
-    ``D(alpha) <= P* <= P(w)`` for every ``alpha`` and ``w``, so this certifies P*.
+    ``D(alpha) = (1/n) sum_i -phi_i*(-alpha_i) - l2 g*(v)`` with ``v = X^T alpha / (l2 n)``,
+    ``g(w) = ||w||^2 / 2 + (l1 / l2) ||w||_1``, so ``g*(v) = ||w(alpha)||^2 / 2`` with
+    ``w(alpha) = soft_threshold(v, l1 / l2)`` (``prox-sdca.txt``; ``w = v`` when ``l1 = 0``).
+    With ``beta_i = y_i alpha_i``: logistic ``-phi*(-alpha) = H(beta)`` (binary entropy),
+    hinge ``beta``, smooth hinge ``beta - smoothing beta^2 / 2`` (``beta`` in [0, 1]);
+    squared ``alpha y - alpha^2 / 2``. Any ``beta`` outside its box by more than 1e-9 makes
+    the dual ``-inf`` (no certificate). Weak duality gives ``D(alpha) <= P* <= P(w)`` for
+    every ``alpha`` and ``w``, so this certifies P*.
     """
     alpha = np.asarray(alpha, dtype=np.float64)
     ys = _signed(y, loss)
     n = alpha.shape[0]
-    w = np.asarray(x.T @ alpha, dtype=np.float64) / (l2 * n)
+    v = np.asarray(x.T @ alpha, dtype=np.float64) / (l2 * n)
+    kappa = l1 / l2
+    w = np.sign(v) * np.maximum(np.abs(v) - kappa, 0.0) if kappa else v
     if loss in CLASSIFICATION_LOSSES:
         beta = ys * alpha
         if beta.min() < -1e-9 or beta.max() > 1 + 1e-9:
             return float("-inf"), w
         beta = np.clip(beta, 0.0, 1.0)
-        entropy = -(xlogy(beta, beta) + xlogy(1.0 - beta, 1.0 - beta))
-        conj = entropy if loss == "logistic" else beta
+        if loss == "logistic":
+            conj = -(xlogy(beta, beta) + xlogy(1.0 - beta, 1.0 - beta))
+        elif loss == "smooth_hinge":
+            conj = beta - 0.5 * smoothing * beta * beta
+        else:
+            conj = beta
     elif loss == "squared":
         conj = alpha * ys - 0.5 * alpha * alpha
     else:
         msg = f"unknown loss {loss!r}"
         raise ValueError(msg)
     return float(conj.mean() - 0.5 * l2 * float(w @ w)), w
+
+
+def dual_at_primal(
+    x: scipy.sparse.csr_matrix,
+    y: npt.ArrayLike,
+    w: FloatArray,
+    *,
+    loss: Loss,
+    l2: float,
+    l1: float = 0.0,
+    smoothing: float = 1.0,
+) -> float:
+    """Return ``D(alpha)`` at ``alpha_i = -phi'(x_i . w)``, a certificate from any primal point.
+
+    At the optimum these are the optimal duals, so a ``w`` close to optimal gives a dual value
+    close to P*: a lower bound on P* that needs only a solver's coefficients (smooth losses).
+    """
+    margin = np.asarray(x @ np.asarray(w, dtype=np.float64), dtype=np.float64)
+    alpha = _neg_phi_prime(margin, _signed(y, loss), loss, smoothing)
+    return dual_objective(x, y, alpha, loss=loss, l2=l2, l1=l1, smoothing=smoothing)[0]
 
 
 def relative_suboptimality(p: float | FloatArray, p_star: float | FloatArray) -> float | FloatArray:
@@ -430,6 +482,7 @@ def machine_info(seed: int) -> dict[str, Any]:
         "git_commit": (commit + ("+dirty" if dirty else "")) if commit else "unknown",
         "scikit-learn": _version("scikit-learn"),
         "polars-ds": _version("polars-ds"),
+        "sklearn-contrib-lightning": _version("sklearn-contrib-lightning"),
         "numpy": _version("numpy"),
         "scipy": _version("scipy"),
         "load_average": os.getloadavg() if hasattr(os, "getloadavg") else None,

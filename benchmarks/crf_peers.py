@@ -29,8 +29,9 @@ Times are wall-clock and process CPU seconds from the start of training (CRFsuit
 generation and our Polars-to-core conversion included; building the inputs excluded). On a
 shared machine CPU seconds are the comparable number. For NER the test split is tagged by
 the SDCA ``tol=1e-5`` model and by CRFsuite's converged L-BFGS model (token accuracy, entity
-F1). Writes ``benchmarks/crf_peers.png``, the "peers" section of ``benchmarks/results_crf.md``
-and ``benchmarks/out/crf_peers.json``.
+F1). Writes ``benchmarks/crf_peers.png`` (NER) / ``crf_peers_<problem>.png``, the "peers" section
+of ``benchmarks/results_crf.md`` and ``benchmarks/out/crf_peers.json``. A run of some
+``--problems`` keeps the stored results of the others (``--problems ""`` only re-renders).
 """
 
 from __future__ import annotations
@@ -255,9 +256,13 @@ def _ratio(ours: dict[str, Any], peer: dict[str, Any] | None) -> str:
     return f"{'> ' if ours.get('capped') else ''}{ours['cpu'] / peer['cpu']:.2f}"
 
 
-def report(
-    results: list[dict[str, Any]], info: dict[str, Any], load_end: tuple[float, ...], minutes: float
-) -> str:
+def plot_path(problem: str) -> os.PathLike[str]:
+    """The plot of one problem: ``crf_peers.png`` for NER, ``crf_peers_<problem>.png`` otherwise."""
+    return HERE / ("crf_peers.png" if problem == "ner" else f"crf_peers_{problem}.png")
+
+
+def report(results: list[dict[str, Any]]) -> str:
+    """The peers section from raw results (fresh or kept from an earlier run's JSON)."""
     lines = [
         "## SDCA vs CRFsuite L-BFGS and L2SGD (`benchmarks/crf_peers.py`)",
         "",
@@ -267,7 +272,8 @@ def report(
         "certifies it (`tol=eps`); L-BFGS at its first iterate within eps (in hindsight: it cannot "
         "tell); L2SGD at the first of its 1, 2, 4, ... epoch runs within eps. Cells: CPU / wall "
         "seconds (count); ratio = SDCA CPU / peer CPU (< 1: SDCA faster). Single-threaded, "
-        f"shared machine: CPU seconds are the comparable figure. The run took {minutes:.0f} min.",
+        "shared machine: CPU seconds are the comparable figure. Each problem keeps the results of "
+        "its latest run (`--problems ner` leaves OCR's in place); its machine line is below.",
         "",
         "| problem | eps | SDCA (certified) | its true subopt. | L-BFGS | L2SGD "
         "| ratio vs L-BFGS | ratio vs L2SGD |",
@@ -310,13 +316,18 @@ def report(
                 f"{100 * t['crfsuite']['f1']:.2f}; the taggers agree on "
                 f"{100 * t['agreement']['tokens']:.2f}% of the tokens."
             )
-    lines += ["", "![suboptimality against CPU time](crf_peers.png)", "", machine_line(info, load_end)]
+    for res in results:
+        name = os.path.basename(plot_path(res["problem"]))
+        lines += ["", f"![suboptimality against CPU time, {res['problem'].upper()}]({name})"]
+    for res in results:
+        minutes = f" ({res['minutes']:.0f} min)" if res.get("minutes") is not None else ""
+        lines += ["", f"{res['problem'].upper()} run{minutes}: {res['machine']}"]
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--problems", default="ner,ocr", help="comma-separated: ner, ocr")
+    parser.add_argument("--problems", default="ner,ocr", help='comma-separated: ner, ocr ("": re-render)')
     parser.add_argument("--subset", type=int, default=None, help="first N training sequences only")
     parser.add_argument("--max-epochs", type=int, default=100, help="SDCA epoch cap per run")
     parser.add_argument("--lbfgs-iterations", type=int, default=3000)
@@ -325,10 +336,18 @@ def main() -> None:
     )
     parser.add_argument("--seed", type=int, default=0)
     args = parser.parse_args()
-    started = time.perf_counter()
-    info = machine_info(args.seed)
-    results, raw = [], []
-    for name in args.problems.split(","):
+    raw_path = OUT / ("crf_peers.json" if args.subset is None else f"crf_peers-subset{args.subset}.json")
+    # Results of problems not re-run now are kept from the previous run with the same data (the
+    # older single-run format has one machine description for the file: it is carried over).
+    kept: dict[str, dict[str, Any]] = {}
+    if raw_path.exists():
+        stored = json.loads(raw_path.read_text())
+        for r in stored["results"]:
+            r.setdefault("machine", machine_line(stored["machine"], None) if "machine" in stored else "")
+            kept[r["problem"]] = r
+    for name in filter(None, args.problems.split(",")):  # --problems "" re-renders the report
+        started = time.perf_counter()
+        info = machine_info(args.seed)
         problem = load_problem(name, args.subset)
         print(f"{name}: {problem.describe()}", flush=True)
         runs = {}
@@ -352,19 +371,20 @@ def main() -> None:
         res["times"] = times_to_targets(res)
         if name == "ner" and args.subset is None:
             res["test"] = ner_test_scores(problem, runs[f"{TARGETS[-1]:g}"]["model"], peers["tagger"])
-        results.append(res)
-        raw.append(
-            {
-                **{k: v for k, v in res.items() if k not in ("sdca", "peers")},
-                "sdca": {k: {f: v for f, v in r.items() if f != "model"} for k, r in runs.items()},
-                "peers": {k: v for k, v in peers.items() if k != "tagger"},
-            }
-        )
-    load_end = os.getloadavg()
+        fresh = {
+            **{k: v for k, v in res.items() if k not in ("sdca", "peers")},
+            "sdca": {k: {f: v for f, v in r.items() if f != "model"} for k, r in runs.items()},
+            "peers": {k: v for k, v in peers.items() if k != "tagger"},
+            "minutes": (time.perf_counter() - started) / 60,
+            "machine": machine_line(info, os.getloadavg()),
+        }
+        plot([fresh], plot_path(name))
+        kept[name] = fresh
+    order = {"ner": 0, "ocr": 1}
+    results = [kept[k] for k in sorted(kept, key=lambda k: order.get(k, len(order)))]
     OUT.mkdir(exist_ok=True)
-    (OUT / "crf_peers.json").write_text(json.dumps({"machine": info, "results": raw}, indent=1, default=str))
-    plot(results, HERE / "crf_peers.png")
-    body = report(results, info, load_end, (time.perf_counter() - started) / 60)
+    raw_path.write_text(json.dumps({"results": results}, indent=1, default=float))
+    body = report(results)
     if args.subset is not None:
         body = body.replace("## SDCA vs", f"## (subset of {args.subset} sequences) SDCA vs", 1)
     print(write_section("peers", body))
