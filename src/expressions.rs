@@ -52,6 +52,27 @@ fn fit(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
     fit::model(&inputs, &kwargs)
 }
 
+fn fit_groups_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {
+    let kw = kwargs.fit()?;
+    let model = fit_output(fields, kwargs.clone())?;
+    let keys = fields.get(crate::groups::n_data_inputs(&kw) + 1..).unwrap_or(&[]);
+    let label = &fields[0];
+    Ok(Field::new(
+        label.name().clone(),
+        DataType::Struct(crate::groups::output_fields(keys, label, model.dtype().clone())?),
+    ))
+}
+
+#[polars_expr(output_type_func_with_kwargs = fit_groups_output)]
+fn fit_groups(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
+    let kwargs = kwargs.fit()?;
+    let n = crate::groups::n_data_inputs(&kwargs);
+    let mut inputs = inputs.to_vec();
+    let named_data = named(&inputs[..n.min(inputs.len())], &kwargs.layout);
+    inputs.splice(..named_data.len(), named_data);
+    crate::groups::fit_groups(&inputs, &kwargs)
+}
+
 #[polars_expr(output_type_func_with_kwargs = fit_rows_output)]
 fn fit_rows(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
     let kwargs = kwargs.fit()?;

@@ -11,6 +11,7 @@ mod crf;
 mod error;
 mod expressions;
 mod fit;
+mod groups;
 mod interrupt;
 mod kwargs;
 mod output;

@@ -340,6 +340,68 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
     return _fit_call("fit", label, features, dict(options))
 
 
+def fit_groups(
+    label: IntoExpr,
+    features: IntoFeatures,
+    *,
+    by: IntoExpr | Sequence[IntoExpr],
+    **options: Unpack[FitOptions],
+) -> pl.Expr:
+    """One model per group of ``by`` from a single plugin call (many small groups, fast).
+
+    The same models as ``df.group_by(by).agg(fit(label, features, **options))``, bit for bit,
+    without the per-group call: Polars passes the whole columns once and the plugin fits the
+    groups in parallel on its own thread pool. Pays for many small groups, where the fixed cost
+    of a plugin call (importing every input column, exporting the model struct) outweighs the
+    fit; use it in ``select`` (it changes the number of rows), then ``unnest``.
+
+    Parameters
+    ----------
+    label, features, **options
+        As for :func:`fit`.
+    by
+        Group key column(s) or expression(s); rows with equal keys (nulls included) share a
+        model.
+
+    Returns
+    -------
+    pl.Expr
+        A struct column named after the label with one row per group, sorted by key: the key
+        fields, then the model struct (named after the label). ``unnest`` gives the frame of
+        ``group_by(by).agg(...)``. With ``on_error="raise"`` a failing group's error names its
+        first key.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_sdca as ps
+    >>> df = pl.DataFrame(
+    ...     {
+    ...         "g": [1, 1, 1, 1, 2, 2, 2, 2],
+    ...         "y": [0, 1, 0, 1, 1, 0, 1, 0],
+    ...         "x": [-1.0, 1.0, -2.0, 2.0, 1.0, -1.0, 3.0, -3.0],
+    ...     }
+    ... )
+    >>> out = df.select(ps.fit_groups("y", "x", by="g", l2=0.1)).unnest("y")
+    >>> out.select("g", pl.col("y").struct.field("converged")).rows()
+    [(1, True), (2, True)]
+    """
+    args, layout, kwargs = _fit_inputs(label, features, dict(options))
+    keys = [_expr(b, "by") for b in ([by] if isinstance(by, (str, pl.Expr)) else list(by))]
+    if not keys:
+        msg = "by is empty; pass at least one key column"
+        raise ValueError(msg)
+    packed = _pack(layout, kwargs, _internal.check_fit_kwargs)
+    group_id = pl.struct(keys).rank("dense").alias("__sdca_group")
+    return register_plugin_function(
+        plugin_path=_LIB,
+        function_name="fit_groups",
+        args=[*args, group_id, *keys],
+        kwargs={"packed": packed},
+        changes_length=True,
+    )
+
+
 def fit_rows(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) -> pl.Expr:
     """Fit like :func:`fit` and return per-row outputs of the group's model.
 

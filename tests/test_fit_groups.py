@@ -1,0 +1,95 @@
+"""fit_groups: one plugin call for every group, the same models as group_by().agg(fit(...))."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import polars as pl
+import pytest
+
+import polars_sdca as ps
+
+
+def _frame(groups: int, rows: int, seed: int = 0) -> pl.DataFrame:
+    rng = np.random.default_rng(seed)
+    n = groups * rows
+    x = rng.normal(size=(n, 3))
+    g = np.repeat(np.arange(groups), rows)
+    w = rng.normal(size=(groups, 3))[g]
+    margin = (x * w).sum(axis=1) + 0.5 * rng.normal(size=n)
+    return pl.DataFrame(
+        {
+            "store": np.array([f"s{k % 97:03d}" for k in g]),
+            "day": g % 3,
+            "y": margin > 0,
+            "t": margin,
+            "w": rng.uniform(0.5, 2.0, size=n),
+            "x1": x[:, 0],
+            "x2": x[:, 1],
+            "x3": x[:, 2],
+        }
+    ).sample(fraction=1.0, shuffle=True, seed=seed)  # groups interleaved
+
+
+FEATS = ["x1", "x2", "x3"]
+
+
+@pytest.mark.parametrize(
+    ("label", "options"),
+    [
+        ("y", {"loss": "logistic", "l2": 1e-2}),
+        ("y", {"loss": "hinge", "l2": 1e-2, "weights": "w", "sampling": "gap"}),
+        ("t", {"loss": "squared", "l2": 1e-3, "l1": 1e-3}),
+        ("t", {"loss": "quantile", "quantile": 0.7, "l2": 1e-3, "solver": "pdprox", "tol": 1e-4}),
+    ],
+)
+def test_equals_group_by_bit_for_bit(label: str, options: dict[str, Any]) -> None:
+    df = _frame(300, 30)
+    expected = df.group_by("store", "day").agg(pl.col(label).sdca.fit(FEATS, **options)).sort("store", "day")
+    out = df.select(ps.fit_groups(label, FEATS, by=["store", "day"], **options)).unnest(label)
+    assert out.columns == ["store", "day", label]
+    assert out.equals(expected)
+
+
+def test_sparse_features_and_expressions_as_keys(conll_tokens: tuple[pl.DataFrame, int]) -> None:
+    frame, d = conll_tokens
+    df = frame.head(6_000).with_columns(block=pl.col("sentence") // 40)
+    opts = {"loss": "logistic", "l2": 1e-3, "n_features": d, "on_error": "null"}
+    expected = df.group_by("block").agg(pl.col("is_entity").sdca.fit("features", **opts)).sort("block")
+    out = df.select(ps.fit_groups("is_entity", "features", by=pl.col("block"), **opts)).unnest("is_entity")
+    assert out.equals(expected)
+    assert out["is_entity"].struct.field("converged").sum() > 0
+
+
+def test_failing_groups() -> None:
+    df = pl.DataFrame(
+        {"g": [1, 1, 2, 2, 3, 3], "y": [0, 1, 1, 1, 0, 1], "x": [1.0, -1.0, 2.0, 1.0, 0.5, -0.5]}
+    )
+    out = df.select(ps.fit_groups("y", "x", by="g", on_error="null")).unnest("y")
+    status = out["y"].struct.field("status").to_list()
+    assert status[0] == "ok"
+    assert status[2] == "ok"
+    assert "all labels are +1" in status[1]
+    assert out["y"].struct.field("coef").to_list()[1] is None
+    with pytest.raises(pl.exceptions.ComputeError, match=r"group g=2: .*all labels are"):
+        df.select(ps.fit_groups("y", "x", by="g"))
+
+
+def test_null_keys_form_a_group_and_lazy_plans_work() -> None:
+    df = pl.DataFrame({"g": [None, None, 1, 1], "y": [0, 1, 1, 0], "x": [1.0, -1.0, 2.0, -1.0]})
+    out = df.lazy().select(ps.fit_groups("y", "x", by="g", l2=0.1)).unnest("y").collect()
+    expected = df.group_by("g").agg(pl.col("y").sdca.fit("x", l2=0.1)).sort("g")
+    assert out.equals(expected)
+    schema = df.lazy().select(ps.fit_groups("y", "x", by="g")).collect_schema()
+    assert list(schema) == ["y"]
+
+
+def test_bad_arguments() -> None:
+    df = pl.DataFrame({"y": [0, 1], "x": [1.0, 2.0]})
+    with pytest.raises(ValueError, match="by is empty"):
+        ps.fit_groups("y", "x", by=[])
+    with pytest.raises(pl.exceptions.ComputeError, match='the key "y" has the label\'s name'):
+        df.select(ps.fit_groups("y", "x", by="y"))
+    with pytest.raises(ValueError, match="l2"):
+        ps.fit_groups("y", "x", by="x", l2=-1.0)
