@@ -9,6 +9,8 @@ import polars as pl
 from polars_sdca import functions
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
     from typing_extensions import Unpack
 
     from polars_sdca._typing import CrfOptions, FitOptions, IntoExpr, IntoFeatures, PredictKind
@@ -39,6 +41,22 @@ class SdcaNamespace:
         [2.0, 4.0]
         """
         return functions.fit(self._expr, features, **options)
+
+    def fit_groups(
+        self, features: IntoFeatures, *, by: IntoExpr | Sequence[IntoExpr], **options: Unpack[FitOptions]
+    ) -> pl.Expr:
+        """One model per group of ``by`` from one plugin call; see :func:`polars_sdca.fit_groups`.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import polars_sdca  # noqa: F401
+        >>> df = pl.DataFrame({"g": [1, 1, 2, 2], "x": [0.0, 1.0, 0.0, 1.0], "y": [0.0, 2.0, 0.0, 4.0]})
+        >>> out = df.select(pl.col("y").sdca.fit_groups(["x"], by="g", loss="squared", l2=1e-6, tol=1e-12))
+        >>> [round(c, 3) for c in out.unnest("y")["y"].struct.field("coef").list.first()]
+        [2.0, 4.0]
+        """
+        return functions.fit_groups(self._expr, features, by=by, **options)
 
     def fit_rows(self, features: IntoFeatures, **options: Unpack[FitOptions]) -> pl.Expr:
         """Per-row outputs of this group's fit; see :func:`polars_sdca.fit_rows`.
