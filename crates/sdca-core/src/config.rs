@@ -179,6 +179,12 @@ pub struct FitParams {
     pub output: String,
     /// Pdprox only: `"dual"` or `"primal"`, see [`PdproxVariant`].
     pub pdprox_variant: String,
+    /// Plain SDCA with `sampling="permutation"` and a loss with a box-linear dual (hinge,
+    /// absolute, epsilon_insensitive, quantile): drop rows whose dual sits at a bound with its
+    /// slope pointing out from the passes, liblinear's shrinking (`crate::solver` docs); the
+    /// certificate then runs when the rows kept look solved instead of every `check_every`
+    /// epochs, and always over all rows. Ignored elsewhere. Default `true`.
+    pub shrinking: bool,
 }
 
 impl Default for FitParams {
@@ -205,6 +211,7 @@ impl Default for FitParams {
             group_norm: "l2".into(),
             output: "last".into(),
             pdprox_variant: "dual".into(),
+            shrinking: true,
         }
     }
 }
@@ -276,6 +283,8 @@ pub struct FitConfig {
     pub output: PdproxOutput,
     /// Pdprox: the algorithm.
     pub pdprox_variant: PdproxVariant,
+    /// Whether plain SDCA may shrink (see [`FitParams::shrinking`]).
+    pub shrinking: bool,
     _checked: (),
 }
 
@@ -449,6 +458,7 @@ impl FitParams {
             groups,
             output,
             pdprox_variant,
+            shrinking: self.shrinking,
             _checked: (),
         })
     }

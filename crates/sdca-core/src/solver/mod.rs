@@ -33,6 +33,7 @@
 pub mod accelerated;
 pub mod pdprox;
 pub mod sdca;
+mod shrink;
 
 use std::time::Instant;
 
@@ -299,8 +300,16 @@ pub(crate) trait Coordinate {
     fn gaps(&self) -> Option<&GapSampler> {
         None
     }
-    /// Update the coordinates in `order`.
-    fn pass(&mut self, order: &[u32]);
+    /// Update the coordinates in `order`. A solver that shrinks ([`shrink`]) moves the rows it
+    /// drops to the end of `order` and returns how many it kept; the others return
+    /// `order.len()`.
+    fn pass(&mut self, order: &mut [u32]) -> usize;
+    /// For a solver that shrinks, after each pass: whether the rows kept met their gap target,
+    /// so that every row is active again and the certificate is due now. `None` for the
+    /// others, whose checks follow `check_every`.
+    fn settled(&mut self) -> Option<bool> {
+        None
+    }
 }
 
 /// The fit-wide epoch and time budget, shared by every [`drive`] call of one fit.
@@ -388,8 +397,10 @@ impl Run {
 }
 
 /// Run passes of `solver` in `order` (a scratch buffer holding `solver.active()`) until `check`
-/// stops it, `budget` or `clock` runs out. `check` runs every `check_every` passes, after the
-/// last pass when `check_last`, and always when time is up.
+/// stops it, `budget` or `clock` runs out. `check` runs every `check_every` passes (for a
+/// solver that shrinks: when it has [`Coordinate::settled`]), after the last pass when
+/// `check_last`, and always when time is up. Rows a pass drops leave the permutation (the tail
+/// of `order`) until the solver settles.
 pub(crate) fn drive<S: Coordinate>(
     solver: &mut S,
     order: &mut [u32],
@@ -401,19 +412,21 @@ pub(crate) fn drive<S: Coordinate>(
 ) -> Run {
     let max = budget.max_epochs.min(clock.remaining());
     let mut run = Run { end: End::Epochs, epochs: 0, checked_last: false };
+    let mut kept = order.len();
     while run.epochs < max {
+        let order_kept = &mut order[..kept];
         match sampling {
-            Sampling::Permutation => order.shuffle(rng),
+            Sampling::Permutation => order_kept.shuffle(rng),
             Sampling::Uniform => {
                 let active = solver.active();
-                for slot in order.iter_mut() {
+                for slot in order_kept.iter_mut() {
                     *slot = active[rng.random_range(0..active.len())];
                 }
             }
             // Drawn from the gaps stored at the epoch's start; the pass keeps storing fresh ones.
             Sampling::Gap => {
                 let (active, gaps) = (solver.active(), solver.gaps());
-                for slot in order.iter_mut() {
+                for slot in order_kept.iter_mut() {
                     *slot = match gaps {
                         Some(gaps) => active[gaps.draw(rng)],
                         None => active[rng.random_range(0..active.len())],
@@ -421,13 +434,20 @@ pub(crate) fn drive<S: Coordinate>(
                 }
             }
         }
-        solver.pass(order);
+        kept = solver.pass(&mut order[..kept]);
         run.epochs += 1;
         clock.epochs += 1;
         let out_of_time = clock.out_of_time();
-        run.checked_last = run.epochs.is_multiple_of(budget.check_every)
-            || (run.epochs == max && budget.check_last)
-            || out_of_time;
+        let due = match solver.settled() {
+            Some(settled) => {
+                if settled {
+                    kept = order.len();
+                }
+                settled
+            }
+            None => run.epochs.is_multiple_of(budget.check_every),
+        };
+        run.checked_last = due || (run.epochs == max && budget.check_last) || out_of_time;
         if run.checked_last {
             if let Verdict::Stop = check(solver) {
                 run.end = End::Stopped;
