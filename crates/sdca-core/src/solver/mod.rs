@@ -1314,6 +1314,17 @@ mod tests {
         }
     }
 
+    /// Shrinking is enabled by [`LossKind::has_box_linear_dual`] and runs on the loss's
+    /// [`BlockLoss::dual_slopes`]: the two agree for every loss.
+    #[test]
+    fn box_linear_losses_have_dual_slopes() {
+        for name in LossKind::NAMES {
+            let kind = FitParams { loss: (*name).into(), ..Default::default() }.check().unwrap().loss;
+            let has = with_loss!(kind, 3, |loss| loss.dual_slopes(&vec![0.0; loss.k()], 1.0).is_some());
+            assert_eq!(has, kind.has_box_linear_dual(), "{}", kind.name());
+        }
+    }
+
     /// The radius `B` of the reduction bounds the optimum, intercept included, for regression
     /// and classification (checked against solutions computed here).
     #[test]
