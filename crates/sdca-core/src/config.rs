@@ -152,7 +152,8 @@ pub struct FitParams {
     pub tol: f64,
     /// Maximum number of epochs (passes over the rows).
     pub max_epochs: i64,
-    /// Check the gap every this many epochs.
+    /// Check the gap every this many epochs (a fit that shrinks checks when its rows look
+    /// solved instead, see `shrinking`).
     pub check_every: i64,
     /// Random seed.
     pub seed: i64,
@@ -180,10 +181,12 @@ pub struct FitParams {
     /// Pdprox only: `"dual"` or `"primal"`, see [`PdproxVariant`].
     pub pdprox_variant: String,
     /// Plain SDCA with `sampling="permutation"` and a loss with a box-linear dual (hinge,
-    /// absolute, epsilon_insensitive, quantile): drop rows whose dual sits at a bound with its
-    /// slope pointing out from the passes, liblinear's shrinking (`crate::solver` docs); the
-    /// certificate then runs when the rows kept look solved instead of every `check_every`
-    /// epochs, and always over all rows. Ignored elsewhere. Default `true`.
+    /// absolute, epsilon_insensitive, quantile): liblinear's shrinking. Passes leave out the
+    /// rows whose dual sits at a bound of its box with the dual's slope pointing out of it
+    /// (their steps would not move them), and all rows come back when the pass's estimate of
+    /// the duality gap meets `tol`; the certificate then runs, always over all rows, instead of
+    /// every `check_every` epochs. Ignored for other solvers, samplings and losses. Default
+    /// `true`.
     pub shrinking: bool,
 }
 

@@ -7,6 +7,11 @@
 //! (`Coordinate`); the plain solver (`sdca::run`) and the inner solves of the accelerated one
 //! (`accelerated::run`) run the same pass under the same driver.
 //!
+//! With `shrinking` (the default), a plain SDCA pass over a permutation leaves out the rows
+//! whose box-constrained dual is settled at a bound (liblinear's shrinking, `shrink`): `drive`
+//! keeps them at the tail of the order and brings them back, and checks, when the solver
+//! reports that the rows kept look solved (`Coordinate::settled`).
+//!
 //! The one `match` from the loss enum to a monomorphised solver sits in [`fit_from`]; then
 //! `solve` picks the problem actually solved and the solver:
 //!
@@ -231,7 +236,8 @@ pub struct FitResult {
     pub n_outputs: usize,
     /// Final certificate for the original problem.
     pub certificate: Certificate,
-    /// Epochs run (passes of coordinate updates, over all inner calls; gap checks not counted).
+    /// Epochs run (passes of coordinate updates, over all inner calls; gap checks not counted;
+    /// a pass that leaves out shrunk rows counts as one).
     pub epochs: u32,
     /// Why it stopped.
     pub status: Status,

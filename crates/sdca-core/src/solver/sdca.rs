@@ -406,7 +406,7 @@ pub(crate) fn run<D: Rows, L: BlockLoss, R: Reg>(
         gap_trace.push(c.gap);
         last = Some((c, solved_gap));
         if let Some(sh) = &mut st.shrink {
-            sh.aim(solved_gap, cfg.tol * c.primal);
+            sh.aim(solved_gap, shrink::goal(cfg.tol, &c));
         }
         if judge.met(&c) {
             Verdict::Stop
