@@ -152,7 +152,8 @@ pub struct FitParams {
     pub tol: f64,
     /// Maximum number of epochs (passes over the rows).
     pub max_epochs: i64,
-    /// Check the gap every this many epochs.
+    /// Check the gap every this many epochs (a fit that shrinks checks when its rows look
+    /// solved instead, see `shrinking`).
     pub check_every: i64,
     /// Random seed.
     pub seed: i64,
@@ -179,6 +180,14 @@ pub struct FitParams {
     pub output: String,
     /// Pdprox only: `"dual"` or `"primal"`, see [`PdproxVariant`].
     pub pdprox_variant: String,
+    /// Plain SDCA with `sampling="permutation"` and a loss with a box-linear dual (hinge,
+    /// absolute, epsilon_insensitive, quantile): liblinear's shrinking. Passes leave out the
+    /// rows whose dual sits at a bound of its box with the dual's slope pointing out of it
+    /// (their steps would not move them), and all rows come back when the pass's estimate of
+    /// the duality gap meets `tol`; the certificate then runs, always over all rows, instead of
+    /// every `check_every` epochs. Ignored for other solvers, samplings and losses. Default
+    /// `true`.
+    pub shrinking: bool,
 }
 
 impl Default for FitParams {
@@ -205,6 +214,7 @@ impl Default for FitParams {
             group_norm: "l2".into(),
             output: "last".into(),
             pdprox_variant: "dual".into(),
+            shrinking: true,
         }
     }
 }
@@ -276,6 +286,8 @@ pub struct FitConfig {
     pub output: PdproxOutput,
     /// Pdprox: the algorithm.
     pub pdprox_variant: PdproxVariant,
+    /// Whether plain SDCA may shrink (see [`FitParams::shrinking`]).
+    pub shrinking: bool,
     _checked: (),
 }
 
@@ -449,6 +461,7 @@ impl FitParams {
             groups,
             output,
             pdprox_variant,
+            shrinking: self.shrinking,
             _checked: (),
         })
     }

@@ -1,6 +1,6 @@
 //! Absolute deviation `|a - y|` (least absolute deviations; `sdca.txt` section 6.1).
 
-use super::{clamp, Loss};
+use super::{box_slopes, clamp, Loss};
 
 /// `phi(a, y) = |a - y|`; `phi*(-alpha) = -alpha y` on `|alpha| <= 1`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -39,6 +39,11 @@ impl Loss for Absolute {
     }
     fn smoothness(&self) -> f64 {
         0.0
+    }
+    /// `-phi*(-b) = b y` on `[-1, 1]`.
+    #[inline]
+    fn dual_slopes(&self, alpha: f64, y: f64) -> Option<(f64, f64)> {
+        box_slopes(alpha, -1.0, 1.0, y, y)
     }
 }
 

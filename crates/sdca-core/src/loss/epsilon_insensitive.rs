@@ -1,6 +1,6 @@
 //! Epsilon-insensitive loss `max(0, |a - y| - epsilon)` (support vector regression).
 
-use super::{clamp, Loss};
+use super::{box_slopes, clamp, Loss};
 
 /// `phi(a, y) = max(0, |a - y| - epsilon)`; `phi*(-alpha) = -alpha y + epsilon |alpha|` on
 /// `|alpha| <= 1` (`papers/notes/sdca.md` section 3.6).
@@ -50,6 +50,14 @@ impl Loss for EpsilonInsensitive {
     }
     fn smoothness(&self) -> f64 {
         0.0
+    }
+    /// `-phi*(-b) = b y - epsilon |b|` on `[-1, 1]`: the kink at `b = 0` is a vertex too,
+    /// with slope `y - epsilon` up and `y + epsilon` down (rows inside the tube sit there).
+    #[inline]
+    fn dual_slopes(&self, alpha: f64, y: f64) -> Option<(f64, f64)> {
+        let up = if alpha >= 0.0 { y - self.epsilon } else { y + self.epsilon };
+        let down = if alpha > 0.0 { y - self.epsilon } else { y + self.epsilon };
+        box_slopes(alpha, -1.0, 1.0, up, down)
     }
 }
 

@@ -1,6 +1,6 @@
 //! Hinge loss `max(0, 1 - y a)`: the L1-loss SVM (`sdca.txt` section 6.1).
 
-use super::{clamp, Loss};
+use super::{box_slopes, clamp, Loss};
 
 /// `phi(a, y) = max(0, 1 - y a)`; dual `b = alpha y in [0, 1]`, `phi*(-alpha) = -b`.
 #[derive(Debug, Clone, Copy, Default)]
@@ -38,6 +38,12 @@ impl Loss for Hinge {
     }
     fn smoothness(&self) -> f64 {
         0.0
+    }
+    /// `-phi*(-b) = b y` on `b y in [0, 1]`: slope `y` between the ends `min(0, y)` and
+    /// `max(0, y)`.
+    #[inline]
+    fn dual_slopes(&self, alpha: f64, y: f64) -> Option<(f64, f64)> {
+        box_slopes(alpha, y.min(0.0), y.max(0.0), y, y)
     }
 }
 

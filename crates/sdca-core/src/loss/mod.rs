@@ -59,6 +59,16 @@ pub trait Loss: Copy + Send + Sync {
     /// `0` for non-smooth losses. Drives the accelerated solver's `auto` rule.
     fn smoothness(&self) -> f64;
 
+    /// For a dual box on which `phi*` is piecewise linear ([`LossKind::has_box_linear_dual`]):
+    /// the one-sided slopes `(up, down)` of `-phi*(-b, y)` in `b` at `b = alpha`, `up` to the
+    /// right and `down` to the left, with `up = -inf` at the box's upper end and `down = +inf`
+    /// at its lower end. Minus the score, they are the dual's slopes along the row's
+    /// coordinate, which is what shrinking tests (`crate::solver::shrink`). `None` (the
+    /// default) for the other losses, which are never shrunk.
+    fn dual_slopes(&self, _alpha: f64, _y: f64) -> Option<(f64, f64)> {
+        None
+    }
+
     /// The Fenchel-Young gap of one row, `phi(a) + phi*(-alpha) + alpha a >= 0`: zero exactly
     /// when `alpha` and `a` are optimal for each other; the mean over rows is the duality gap.
     #[inline]
@@ -98,6 +108,12 @@ pub trait BlockLoss: Copy + Send + Sync {
 
     /// `gamma` such that `phi` is `(1 / gamma)`-smooth in the scores; `0` when not smooth.
     fn smoothness(&self) -> f64;
+
+    /// [`Loss::dual_slopes`] of a scalar loss; `None` for blocks (never shrunk).
+    #[inline]
+    fn dual_slopes(&self, _alpha: &[f64], _y: f64) -> Option<(f64, f64)> {
+        None
+    }
 
     /// The row's Fenchel-Young gap `phi(a) + phi*(-alpha) + alpha . a >= 0`.
     #[inline]
@@ -141,6 +157,10 @@ impl<L: Loss> BlockLoss for L {
     #[inline(always)]
     fn block_gap(&self, alpha: &[f64], a: &[f64], y: f64) -> f64 {
         Loss::block_gap(self, alpha[0], a[0], y)
+    }
+    #[inline(always)]
+    fn dual_slopes(&self, alpha: &[f64], y: f64) -> Option<(f64, f64)> {
+        Loss::dual_slopes(self, alpha[0], y)
     }
 }
 
@@ -255,6 +275,16 @@ impl LossKind {
     }
 }
 
+/// [`Loss::dual_slopes`] on the box `[lo, hi]` given the slopes inside it: an end has no
+/// slope pointing out of the box (`-inf` up at `hi`, `+inf` down at `lo`). The duals sit exactly
+/// on an end, as [`clamp`] returns the bound itself.
+#[inline(always)]
+pub(crate) fn box_slopes(alpha: f64, lo: f64, hi: f64, up: f64, down: f64) -> Option<(f64, f64)> {
+    let up = if alpha >= hi { f64::NEG_INFINITY } else { up };
+    let down = if alpha <= lo { f64::INFINITY } else { down };
+    Some((up, down))
+}
+
 /// Clamp into `[lo, hi]`; NaN maps to `lo` so a degenerate step never poisons the duals.
 #[inline(always)]
 pub(crate) fn clamp(x: f64, lo: f64, hi: f64) -> f64 {
@@ -346,6 +376,32 @@ pub(crate) mod testing {
                             L::NAME
                         );
                     }
+                }
+            }
+            check_slopes(loss, y, lo, hi);
+        }
+    }
+
+    /// [`Loss::dual_slopes`], where given, are the one-sided derivatives of `-phi*(-b)`, and
+    /// infinite exactly at the box's ends (which the dual step reaches exactly).
+    fn check_slopes<L: Loss>(loss: L, y: f64, lo: f64, hi: f64) {
+        let ends = [loss.dual_step(0.0, -1e9, y, 1.0), loss.dual_step(0.0, 1e9, y, 1.0)];
+        let f = |b: f64| -loss.conj_neg(b, y);
+        let h = 1e-7;
+        let grid = (0..=40).map(|k| lo + (hi - lo) * k as f64 / 40.0);
+        for alpha in grid.chain(ends).chain([0.0]) {
+            let near_end = ends.iter().any(|&e| alpha != e && (alpha - e).abs() < 1e-6);
+            let Some((up, down)) = loss.dual_slopes(alpha, y) else { return };
+            if !f(alpha).is_finite() || near_end {
+                continue;
+            }
+            for (slope, dir, inf) in [(up, 1.0, f64::NEG_INFINITY), (down, -1.0, f64::INFINITY)] {
+                let moved = f(alpha + dir * h);
+                if slope == inf {
+                    assert!(moved.is_infinite(), "{}: slope {slope} inside the box at {alpha}", L::NAME);
+                } else {
+                    let diff = dir * (moved - f(alpha)) / h;
+                    assert!((diff - slope).abs() <= 1e-6, "{}: slope {slope} vs {diff} at {alpha}", L::NAME);
                 }
             }
         }

@@ -5,7 +5,7 @@
 //! linear on that box and both the exact SDCA step and the Pdprox dual step are clips
 //! (`papers/notes/pdprox.md` section 3.1, the box form of the pinball row).
 
-use super::{clamp, Loss};
+use super::{box_slopes, clamp, Loss};
 
 /// `phi(a, y) = tau (y - a)_+ + (1 - tau) (a - y)_+`; `phi*(-alpha) = -alpha y` on
 /// `tau - 1 <= alpha <= tau`.
@@ -53,6 +53,11 @@ impl Loss for Quantile {
     }
     fn smoothness(&self) -> f64 {
         0.0
+    }
+    /// `-phi*(-b) = b y` on `[tau - 1, tau]`.
+    #[inline]
+    fn dual_slopes(&self, alpha: f64, y: f64) -> Option<(f64, f64)> {
+        box_slopes(alpha, self.quantile - 1.0, self.quantile, y, y)
     }
 }
 

@@ -7,6 +7,11 @@
 //! (`Coordinate`); the plain solver (`sdca::run`) and the inner solves of the accelerated one
 //! (`accelerated::run`) run the same pass under the same driver.
 //!
+//! With `shrinking` (the default), a plain SDCA pass over a permutation leaves out the rows
+//! whose box-constrained dual is settled at a bound (liblinear's shrinking, `shrink`): `drive`
+//! keeps them at the tail of the order and brings them back, and checks, when the solver
+//! reports that the rows kept look solved (`Coordinate::settled`).
+//!
 //! The one `match` from the loss enum to a monomorphised solver sits in [`fit_from`]; then
 //! `solve` picks the problem actually solved and the solver:
 //!
@@ -33,6 +38,7 @@
 pub mod accelerated;
 pub mod pdprox;
 pub mod sdca;
+mod shrink;
 
 use std::time::Instant;
 
@@ -267,7 +273,8 @@ pub struct FitResult {
     pub n_outputs: usize,
     /// Final certificate for the original problem.
     pub certificate: Certificate,
-    /// Epochs run (passes of coordinate updates, over all inner calls; gap checks not counted).
+    /// Epochs run (passes of coordinate updates, over all inner calls; gap checks not counted;
+    /// a pass that leaves out shrunk rows counts as one).
     pub epochs: u32,
     /// Why it stopped.
     pub status: Status,
@@ -336,8 +343,16 @@ pub(crate) trait Coordinate {
     fn gaps(&self) -> Option<&GapSampler> {
         None
     }
-    /// Update the coordinates in `order`.
-    fn pass(&mut self, order: &[u32]);
+    /// Update the coordinates in `order`. A solver that shrinks ([`shrink`]) moves the rows it
+    /// drops to the end of `order` and returns how many it kept; the others return
+    /// `order.len()`.
+    fn pass(&mut self, order: &mut [u32]) -> usize;
+    /// For a solver that shrinks, after each pass: whether the rows kept met their gap target,
+    /// so that every row is active again and the certificate is due now. `None` for the
+    /// others, whose checks follow `check_every`.
+    fn settled(&mut self) -> Option<bool> {
+        None
+    }
 }
 
 /// The fit-wide epoch and time budget, shared by every [`drive`] call of one fit.
@@ -425,8 +440,10 @@ impl Run {
 }
 
 /// Run passes of `solver` in `order` (a scratch buffer holding `solver.active()`) until `check`
-/// stops it, `budget` or `clock` runs out. `check` runs every `check_every` passes, after the
-/// last pass when `check_last`, and always when time is up.
+/// stops it, `budget` or `clock` runs out. `check` runs every `check_every` passes (for a
+/// solver that shrinks: when it has [`Coordinate::settled`]), after the last pass when
+/// `check_last`, and always when time is up. Rows a pass drops leave the permutation (the tail
+/// of `order`) until the solver settles.
 pub(crate) fn drive<S: Coordinate>(
     solver: &mut S,
     order: &mut [u32],
@@ -438,19 +455,21 @@ pub(crate) fn drive<S: Coordinate>(
 ) -> Run {
     let max = budget.max_epochs.min(clock.remaining());
     let mut run = Run { end: End::Epochs, epochs: 0, checked_last: false };
+    let mut kept = order.len();
     while run.epochs < max {
+        let order_kept = &mut order[..kept];
         match sampling {
-            Sampling::Permutation => order.shuffle(rng),
+            Sampling::Permutation => order_kept.shuffle(rng),
             Sampling::Uniform => {
                 let active = solver.active();
-                for slot in order.iter_mut() {
+                for slot in order_kept.iter_mut() {
                     *slot = active[rng.random_range(0..active.len())];
                 }
             }
             // Drawn from the gaps stored at the epoch's start; the pass keeps storing fresh ones.
             Sampling::Gap => {
                 let (active, gaps) = (solver.active(), solver.gaps());
-                for slot in order.iter_mut() {
+                for slot in order_kept.iter_mut() {
                     *slot = match gaps {
                         Some(gaps) => active[gaps.draw(rng)],
                         None => active[rng.random_range(0..active.len())],
@@ -458,13 +477,20 @@ pub(crate) fn drive<S: Coordinate>(
                 }
             }
         }
-        solver.pass(order);
+        kept = solver.pass(&mut order[..kept]);
         run.epochs += 1;
         clock.epochs += 1;
         let out_of_time = clock.out_of_time();
-        run.checked_last = run.epochs.is_multiple_of(budget.check_every)
-            || (run.epochs == max && budget.check_last)
-            || out_of_time;
+        let due = match solver.settled() {
+            Some(settled) => {
+                if settled {
+                    kept = order.len();
+                }
+                settled
+            }
+            None => run.epochs.is_multiple_of(budget.check_every),
+        };
+        run.checked_last = due || (run.epochs == max && budget.check_last) || out_of_time;
         if run.checked_last {
             if let Verdict::Stop = check(solver) {
                 run.end = End::Stopped;
@@ -1332,6 +1358,17 @@ mod tests {
                 // The problem actually solved: a tiny l2 from tol P(0) / B^2 and its own bound.
                 assert!(r.l2_used > 0.0 && r.l2_used < 1e-6 && r.solved_gap >= 0.0, "{case}");
             }
+        }
+    }
+
+    /// Shrinking is enabled by [`LossKind::has_box_linear_dual`] and runs on the loss's
+    /// [`BlockLoss::dual_slopes`]: the two agree for every loss.
+    #[test]
+    fn box_linear_losses_have_dual_slopes() {
+        for name in LossKind::NAMES {
+            let kind = FitParams { loss: (*name).into(), ..Default::default() }.check().unwrap().loss;
+            let has = with_loss!(kind, 3, |loss| loss.dual_slopes(&vec![0.0; loss.k()], 1.0).is_some());
+            assert_eq!(has, kind.has_box_linear_dual(), "{}", kind.name());
         }
     }
 

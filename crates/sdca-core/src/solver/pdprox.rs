@@ -372,7 +372,7 @@ impl<D: Rows, L: Loss> Coordinate for Pdprox<'_, '_, D, L> {
         &[]
     }
 
-    fn pass(&mut self, _order: &[u32]) {
+    fn pass(&mut self, order: &mut [u32]) -> usize {
         match self.variant {
             PdproxVariant::Dual => {
                 self.dual_step(true);
@@ -402,6 +402,7 @@ impl<D: Rows, L: Loss> Coordinate for Pdprox<'_, '_, D, L> {
             }
         }
         self.accumulate();
+        order.len()
     }
 }
 

@@ -25,6 +25,7 @@
 
 use rand_xoshiro::Xoshiro256PlusPlus;
 
+use super::shrink::{self, Shrinking};
 use super::{drive, Budget, Clock, Coordinate, Judge, Outcome, Problem, Start, Verdict};
 use crate::config::{FitConfig, Sampling, GAP_NON_UNIFORM};
 use crate::data::Rows;
@@ -80,6 +81,8 @@ pub(crate) struct State<'p, 'a, D: Rows, L: BlockLoss, R: Reg> {
     step: Vec<f64>,
     /// Gap sampling only ([`State::sample_by_gaps`]).
     gaps: Option<RowGaps>,
+    /// Shrinking only ([`State::shrinking`]).
+    shrink: Option<Shrinking>,
 }
 
 /// The stored weighted block gaps of the active rows (sampler slots follow `active`).
@@ -127,6 +130,7 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
             scores: vec![0.0; k],
             step: vec![0.0; k],
             gaps: None,
+            shrink: None,
         };
         state.rebuild();
         state.refresh_w();
@@ -141,6 +145,14 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
             slot[i as usize] = p as u32;
         }
         self.gaps = Some(RowGaps { sampler: GapSampler::new(GAP_NON_UNIFORM, self.active.len()), slot });
+        self
+    }
+
+    /// Drops rows at a vertex of their dual box from the passes while their slope points out
+    /// of it (liblinear's shrinking, [`super::shrink`]); the loss must have
+    /// [`crate::loss::Loss::dual_slopes`] and the passes must be permutations.
+    pub fn shrinking(mut self) -> Self {
+        self.shrink = Some(Shrinking::new());
         self
     }
 
@@ -310,13 +322,15 @@ impl<D: Rows, L: BlockLoss, R: Reg> Coordinate for State<'_, '_, D, L, R> {
         self.gaps.as_ref().map(|g| &g.sampler)
     }
 
-    fn pass(&mut self, order: &[u32]) {
+    fn pass(&mut self, order: &mut [u32]) -> usize {
         let x = self.problem.x;
         let k = self.width();
         let dk = x.n_cols() * k;
         let (scores, step) = (&mut self.scores[..k], &mut self.step[..k]);
-        for &i in order {
-            let i = i as usize;
+        let mut kept = order.len();
+        let mut at = 0;
+        while at < kept {
+            let i = order[at] as usize;
             let y = self.problem.y[i];
             let s = self.problem.weight(i);
             self.reg.dot(x, i, &self.v, self.scale, scores);
@@ -328,6 +342,15 @@ impl<D: Rows, L: BlockLoss, R: Reg> Coordinate for State<'_, '_, D, L, R> {
                 // The row's gap before its step: free next to the step, stale after it.
                 let slot = g.slot[i] as usize;
                 g.sampler.set_gap(slot, s * self.loss.block_gap(old, scores, y));
+            }
+            if let (Some(sh), Some(slopes)) = (&mut self.shrink, self.loss.dual_slopes(old, y)) {
+                if sh.drops(slopes, scores[0], s * self.loss.block_gap(old, scores, y)) {
+                    // liblinear's swap: the row leaves for the tail, and the unvisited row
+                    // from there is visited next.
+                    kept -= 1;
+                    order.swap(at, kept);
+                    continue;
+                }
             }
             self.loss.dual_step(old, scores, y, self.q[i], step);
             // The dual change, scaled by the weight, reuses the scores' buffer.
@@ -343,7 +366,17 @@ impl<D: Rows, L: BlockLoss, R: Reg> Coordinate for State<'_, '_, D, L, R> {
                     *vb += t * self.bias;
                 }
             }
+            at += 1;
         }
+        if let Some(sh) = &mut self.shrink {
+            sh.end_pass();
+        }
+        kept
+    }
+
+    fn settled(&mut self) -> Option<bool> {
+        let n = self.problem.n();
+        self.shrink.as_mut().map(|sh| sh.settled(n))
     }
 }
 
@@ -377,6 +410,9 @@ pub(crate) fn run<D: Rows, L: BlockLoss, R: Reg>(
     if cfg.sampling == Sampling::Gap {
         state = state.sample_by_gaps();
     }
+    if shrink::applies(cfg) {
+        state = state.shrinking();
+    }
     let mut order = state.active.clone();
     let mut gap_trace = Vec::new();
     let mut last = None;
@@ -385,6 +421,9 @@ pub(crate) fn run<D: Rows, L: BlockLoss, R: Reg>(
         let (c, solved_gap) = certify(st, judge);
         gap_trace.push(c.gap);
         last = Some((c, solved_gap));
+        if let Some(sh) = &mut st.shrink {
+            sh.aim(solved_gap, shrink::goal(cfg.tol, &c));
+        }
         if judge.met(&c) {
             Verdict::Stop
         } else {
