@@ -57,6 +57,7 @@ class FitOptions(TypedDict, total=False):
     check_every: int
     seed: int
     fit_intercept: bool
+    shrinking: bool
     intercept_scaling: float
     weights: IntoExpr | None
     warm_start: IntoExpr | dict[str, Any] | pl.DataFrame | pl.Series | None

@@ -41,6 +41,7 @@ _DEFAULTS: dict[str, Any] = {
     "check_every": 1,
     "seed": 0,
     "fit_intercept": True,
+    "shrinking": True,
     "intercept_scaling": 1.0,
     "weights": None,
     "warm_start": None,
@@ -194,10 +195,11 @@ def _fit_inputs(
         kwargs[name] = _number(name, opts[name], int)
     for name in _STRINGS:
         kwargs[name] = _string(name, opts[name])
-    if not isinstance(opts["fit_intercept"], bool):
-        msg = f"fit_intercept must be a bool, got {type(opts['fit_intercept']).__name__}"
-        raise TypeError(msg)
-    kwargs["fit_intercept"] = opts["fit_intercept"]
+    for name in ("fit_intercept", "shrinking"):
+        if not isinstance(opts[name], bool):
+            msg = f"{name} must be a bool, got {type(opts[name]).__name__}"
+            raise TypeError(msg)
+        kwargs[name] = opts[name]
     kwargs["groups"] = _groups(opts["groups"])
     layout = {
         "n_feature_inputs": len(feature_exprs),
@@ -277,6 +279,12 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
         fit_intercept : bool
             Fit an intercept as a constant feature of value ``intercept_scaling``,
             regularized by ``l2`` (liblinear's treatment); default True.
+        shrinking : bool
+            liblinear's shrinking for the box-constrained duals of hinge, absolute,
+            epsilon_insensitive and quantile (plain SDCA, permutation sampling): passes skip
+            rows settled at a bound and the gap is certified over all rows when the kept
+            rows look solved (then ``check_every`` is not used); default True. Hinge on the
+            sparse CoNLL tokens: 0.19 s instead of 2.6 s to a gap of 1e-6.
         weights : str or Expr, optional
             Sample-weight column (``s_i >= 0``).
         warm_start : model, optional
