@@ -101,6 +101,11 @@ impl Loss for Logistic {
     fn smoothness(&self) -> f64 {
         4.0
     }
+    /// `sigma(a) sigma(-a)`, written with both factors so neither tail rounds to zero early.
+    #[inline]
+    fn curvature(&self, a: f64, _y: f64) -> f64 {
+        sigmoid(a) * sigmoid(-a)
+    }
 }
 
 #[cfg(test)]
