@@ -101,10 +101,12 @@ impl Loss for Logistic {
     fn smoothness(&self) -> f64 {
         4.0
     }
-    /// `sigma(a) sigma(-a)`, written with both factors so neither tail rounds to zero early.
+    /// `sigma(a) sigma(-a) = e / (1 + e)^2` with `e = exp(-|a|)`: one `exp`, no cancellation in
+    /// either tail.
     #[inline]
     fn curvature(&self, a: f64, _y: f64) -> f64 {
-        sigmoid(a) * sigmoid(-a)
+        let e = (-a.abs()).exp();
+        e / ((1.0 + e) * (1.0 + e))
     }
 }
 

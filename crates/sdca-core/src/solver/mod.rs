@@ -28,16 +28,17 @@
 //!   loss has a second derivative (logistic, squared, squared_hinge, smooth_hinge), `l1 = 0`,
 //!   `l2 > 0`, `sampling` is not `"gap"` (asking for gap sampling asks for SDCA) and
 //!   `d + 1 <= 32` weights (intercept slot included). Its iterations cost `O(n d^2 + d^3)`
-//!   against SDCA's `O(n d)` epochs, and it needs 4 to 11 of them where SDCA needs 15 to 2,000
-//!   epochs. Measured (`benches/newton_crossover.rs`, logistic, `tol = 1e-6`, one thread):
-//!   at `n = 50` Newton is 7-10x faster than SDCA for `d <= 6`, 5.7x at `d = 16`, 1.6-2x at
-//!   `d = 32` and 3x slower at `d = 64`, at `l2 = 1e-2`; at `l2 = 1e-4` far more. At
-//!   `n = 5,000` it ties at `d = 16` and `l2 = 1e-2` (SDCA needs only 6 epochs there) and is
-//!   2x slower at `d = 32`, while at `l2 = 1e-4` it wins at every `d` up to 64. The cut at
-//!   `d + 1 <= 32` keeps the many-small-groups case, where the gain is large, and bounds the
-//!   loss on large, well-regularized problems to about 2x.
-//! - **Solver** (`solver="auto"`, otherwise): accelerated Prox-SDCA when the loss is smooth (`gamma =`
-//!   [`BlockLoss::smoothness`] `> 0`) and `R^2 / (gamma l2_used) > 10 n`
+//!   against SDCA's `O(n d)` epochs, and it needs 4 to 11 of them where SDCA needs 4 to 2,000
+//!   epochs. Measured against the faster of plain and accelerated SDCA
+//!   (`benches/newton_crossover.rs`, logistic, `tol = 1e-6`, one thread): at `n = 50`, Newton
+//!   is 6-35x faster for `d <= 16`, 2x at `d = 32` and 3x slower at `d = 64`, at `l2 = 1e-2`
+//!   and `1e-4` alike. At `n = 5,000` and `l2 = 1e-2` (SDCA needs only 4-7 epochs) it is 2.4x
+//!   faster at `d <= 6`, 1.2x at `d = 16` and 1.7x slower at `d = 32`; at `l2 = 1e-4`, 5-6x
+//!   faster up to `d = 16`, 1.2x at `d = 32`, level at `d = 64`. The cut keeps the small groups,
+//!   where the gain is large, and bounds the loss on large, well-regularized problems near the
+//!   cut to well under 2x.
+//! - **Solver** (`solver="auto"`, otherwise): accelerated Prox-SDCA when the loss is smooth
+//!   (`gamma =` [`BlockLoss::smoothness`] `> 0`) and `R^2 / (gamma l2_used) > 10 n`
 //!   (`accelerated-prox-sdca.txt` Figure 2), plain Prox-SDCA otherwise. `R^2 = max_i s_i
 //!   (||x_i||^2 + intercept_scaling^2)`: the row norm includes the intercept feature, and a weight
 //!   `s_i` scales the loss of row `i`, so its smoothness, as `||x_i||^2` does.

@@ -111,8 +111,10 @@ impl<D: Rows, L: BlockLoss> Newton<'_, '_, D, L> {
             let mut alpha = [0.0];
             self.loss.dual_of(&a, y, &mut alpha);
             pt.alpha[i] = alpha[0];
-            loss_sum += s * self.loss.value(&a, y);
-            fy_sum += s * self.loss.block_gap(&alpha, &a, y);
+            // The row's Fenchel-Young gap (`BlockLoss::block_gap`), sharing `phi(a)` with `P`.
+            let phi = self.loss.value(&a, y);
+            loss_sum += s * phi;
+            fy_sum += s * (phi + self.loss.conj_neg(&alpha, y) + alpha[0] * a[0]);
             // `grad` holds `-sum_i s_i alpha_i x~_i` (= `sum_i s_i phi'(a_i) x~_i`) for now.
             let slope = -s * alpha[0];
             let curve = s * self.loss.curvature(&a, y);
@@ -121,17 +123,21 @@ impl<D: Rows, L: BlockLoss> Newton<'_, '_, D, L> {
             if self.bias > 0.0 {
                 self.entries.push((d, self.bias));
             }
-            for (e, &(j, xj)) in self.entries.iter().enumerate() {
+            if curve != 0.0 {
+                // Sparse rows may list their entries in any order (dense ones are sorted): in
+                // index order each product lands in the upper triangle, on row `j`'s slice.
+                if !self.entries.is_sorted_by_key(|e| e.0) {
+                    self.entries.sort_unstable_by_key(|e| e.0);
+                }
+                for (e, &(j, xj)) in self.entries.iter().enumerate() {
+                    let (cj, row) = (curve * xj, &mut pt.hessian[j * dim..(j + 1) * dim]);
+                    for &(k, xk) in &self.entries[e..] {
+                        row[k] += cj * xk;
+                    }
+                }
+            }
+            for &(j, xj) in &self.entries {
                 pt.grad[j] += slope * xj;
-                if curve == 0.0 {
-                    continue;
-                }
-                let cj = curve * xj;
-                // Sparse rows may list their entries in any order: fold into the upper triangle.
-                for &(k, xk) in &self.entries[e..] {
-                    let (r, c) = if j <= k { (j, k) } else { (k, j) };
-                    pt.hessian[r * dim + c] += cj * xk;
-                }
             }
         }
         let nf = n as f64;
