@@ -35,31 +35,19 @@ import references as R
 # scikit-learn's estimator checks
 # ------------------------------------------------------------------------------------------
 
-PRECISION = (
-    "compares predictions at rtol 1e-7, which needs the optimum to about 1e-8: far below what "
-    "the default tol=1e-6 certifies (||w - w*|| <= sqrt(2 gap / l2)). The property itself holds "
-    "by construction (weights are rescaled to a weighted mean) and passes near machine precision "
-    "in test_sample_weight_equivalence_near_machine_precision"
-)
-EXPECTED_FAILED_CHECKS = {
-    "check_sample_weight_equivalence_on_dense_data": PRECISION,
-    "check_sample_weight_equivalence_on_sparse_data": PRECISION,
-}
 
-
-def _expected_failed(estimator: Any) -> dict[str, str]:
-    if isinstance(estimator, SDCARegressor):
-        return {k: v for k, v in EXPECTED_FAILED_CHECKS.items() if "class_weight" not in k}
-    return EXPECTED_FAILED_CHECKS
-
-
+# The sample-weight equivalence checks compare predictions at rtol 1e-7, which needs the optimum
+# to about 1e-8: below what tol=1e-6 certifies in general (||w - w*|| <= sqrt(2 gap / l2)). The
+# default estimators pass them because `auto` runs Newton on these small sets, which converges
+# quadratically far past tol; plain SDCA is held to the same property near machine precision in
+# test_sample_weight_equivalence_near_machine_precision.
+#
 # The checks fit small unscaled synthetic sets (for example X ~ N(100, 1)) at the default
-# l2 = 1e-4, where SDCA stops at max_epochs with a ConvergenceWarning (the documented outcome,
-# tested in test_unconverged_fit_warns). They check the API; accuracy is checked below.
+# l2 = 1e-4, where a solver that stops at max_epochs warns with a ConvergenceWarning (the
+# documented outcome, tested in test_unconverged_fit_warns). They check the API; accuracy is
+# checked below.
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@parametrize_with_checks(
-    [SDCAClassifier(), SDCARegressor()], expected_failed_checks=_expected_failed, xfail_strict=True
-)
+@parametrize_with_checks([SDCAClassifier(), SDCARegressor()], xfail_strict=True)
 def test_sklearn_api_checks(estimator: Any, check: Any) -> None:
     check(estimator)
 
@@ -82,9 +70,7 @@ def test_sample_weight_equivalence_near_machine_precision(estimator: Any, check:
     # Smooth losses: a fixed 3,000 epochs of plain SDCA (one gap check, at the end), where
     # w = w(alpha) has converged linearly with the duals to rounding. Stopping on the gap
     # instead is not precise enough: a gap that computes as 0 at rounding level (~1e-19 here)
-    # still allows ||w - w*|| <= sqrt(2 gap / l2) ~ 1e-8, the size of the check's tolerance;
-    # and the accelerated solver (which `auto` picks on these unscaled blobs) returns its primal
-    # iterate, which is pinned only that way.
+    # still allows ||w - w*|| <= sqrt(2 gap / l2) ~ 1e-8, the size of the check's tolerance.
     check(type(estimator).__name__, estimator)
 
 

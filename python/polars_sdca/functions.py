@@ -244,10 +244,16 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
             Parameters of "smooth_hinge" and "multiclass_smooth_hinge" (default 1),
             "epsilon_insensitive" (default 0.1) and "quantile" (the level, in (0, 1);
             default 0.5).
-        solver : {"auto", "sdca", "accelerated", "pdprox"}
-            Solver (default "auto": accelerated Prox-SDCA when ``R^2 / (gamma l2) > 10 n``
-            for a ``1/gamma``-smooth loss, plain (Prox-)SDCA otherwise). The model's
-            ``solver`` field says which ran. "pdprox" is the primal-dual prox method for a
+        solver : {"auto", "sdca", "accelerated", "pdprox", "newton"}
+            Solver (default "auto": "newton" for a ridge problem (``l1 = 0``, ``l2 > 0``)
+            with at most 31 features and loss "logistic", "squared", "squared_hinge" or
+            "smooth_hinge", unless ``sampling="gap"``; else accelerated Prox-SDCA when
+            ``R^2 / (gamma l2) > 10 n`` for a ``1/gamma``-smooth loss, plain (Prox-)SDCA
+            otherwise). The model's ``solver`` field says which ran. "newton" is damped
+            Newton on the primal for those losses and ridge problems (at most 512
+            features): a few passes of ``O(n d^2)`` each, with the same certified gap;
+            ``epochs`` counts its passes, ``gap_trace`` has one entry per iterate.
+            "pdprox" is the primal-dual prox method for a
             non-smooth loss with a non-smooth penalty (losses "hinge", "absolute",
             "epsilon_insensitive", "quantile"; ``l2 = 0`` allowed; group penalties); each
             epoch is one full pass, and ``gap`` is a certified bound. The intercept is

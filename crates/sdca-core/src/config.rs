@@ -10,8 +10,10 @@ use crate::loss::LossKind;
 /// Which solver runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SolverKind {
-    /// Accelerated Prox-SDCA when `accelerated-prox-sdca.txt` Figure 2's condition
-    /// `R^2 / (gamma l2) > 10 n` holds for a smooth loss, plain (Prox-)SDCA otherwise.
+    /// Damped Newton for a ridge problem with few features and a loss with a second
+    /// derivative, else accelerated Prox-SDCA when `accelerated-prox-sdca.txt` Figure 2's
+    /// condition `R^2 / (gamma l2) > 10 n` holds for a smooth loss, else plain (Prox-)SDCA (the
+    /// rules in `crate::solver`).
     Auto,
     /// (Prox-)SDCA, `sdca.txt` / `prox-sdca.txt`.
     Sdca,
@@ -24,11 +26,19 @@ pub enum SolverKind {
     /// also squared) and non-smooth regularizers (L1, elastic net, group norms), `l2 = 0`
     /// allowed.
     Pdprox,
+    /// Damped Newton on the primal (`crate::solver::newton`): `l1 = 0`, `l2 > 0`, the losses of
+    /// [`LossKind::newton_ready`], at most [`NEWTON_MAX_FEATURES`] features (each iteration
+    /// factorises a `(d + 1) x (d + 1)` Hessian).
+    Newton,
 }
+
+/// The most features `solver="newton"` takes: its `O(d^3)` factorisation per iteration
+/// (about 0.1 s at 512) is then no longer small next to SDCA's `O(n d)` epochs.
+pub const NEWTON_MAX_FEATURES: usize = 512;
 
 impl SolverKind {
     /// Accepted names.
-    pub const NAMES: &'static [&'static str] = &["auto", "sdca", "accelerated", "pdprox"];
+    pub const NAMES: &'static [&'static str] = &["auto", "sdca", "accelerated", "pdprox", "newton"];
     /// User-facing name.
     pub fn name(&self) -> &'static str {
         match self {
@@ -36,6 +46,7 @@ impl SolverKind {
             Self::Sdca => "sdca",
             Self::Accelerated => "accelerated",
             Self::Pdprox => "pdprox",
+            Self::Newton => "newton",
         }
     }
 }
@@ -301,6 +312,32 @@ fn one_of<T: Copy>(name: &'static str, got: &str, allowed: &[&str], values: &[T]
     })
 }
 
+/// What `solver="newton"` needs that the config can see (the feature count is checked at fit
+/// time): a loss with a second derivative, and a ridge penalty only.
+fn check_newton(loss: LossKind, l2: f64, l1: f64) -> Result<()> {
+    if !loss.newton_ready() {
+        let why = if loss.is_multiclass() { "is multiclass" } else { "has no second derivative" };
+        return Err(invalid(
+            "solver",
+            format!(
+                "\"newton\" needs a scalar loss with a second derivative (logistic, squared, \
+                 squared_hinge, smooth_hinge), and loss {:?} {why}; use solver=\"auto\" or \"sdca\"",
+                loss.name()
+            ),
+        ));
+    }
+    if l2 == 0.0 {
+        return Err(invalid("l2", "got 0 with solver=\"newton\" (the Lasso is not smooth), which needs l2 > 0; set l2 > 0 or use solver=\"auto\""));
+    }
+    if l1 > 0.0 {
+        return Err(invalid(
+            "l1",
+            format!("got {l1} with solver=\"newton\", which solves ridge problems only; set l1 = 0 or use solver=\"auto\""),
+        ));
+    }
+    Ok(())
+}
+
 fn finite_in(name: &'static str, x: f64, ok: bool, want: &str) -> Result<f64> {
     if x.is_finite() && ok {
         Ok(x)
@@ -367,8 +404,17 @@ impl FitParams {
             "solver",
             &self.solver,
             SolverKind::NAMES,
-            &[SolverKind::Auto, SolverKind::Sdca, SolverKind::Accelerated, SolverKind::Pdprox],
+            &[
+                SolverKind::Auto,
+                SolverKind::Sdca,
+                SolverKind::Accelerated,
+                SolverKind::Pdprox,
+                SolverKind::Newton,
+            ],
         )?;
+        if solver == SolverKind::Newton {
+            check_newton(loss, l2, l1)?;
+        }
         if solver == SolverKind::Pdprox && !loss.pdprox_ready() {
             return Err(invalid(
                 "solver",
@@ -543,7 +589,14 @@ mod tests {
             (FitParams { l1: -1.0, ..Default::default() }, "l1"),
             (FitParams { tol: 0.0, ..Default::default() }, "tol"),
             (FitParams { max_epochs: 0, ..Default::default() }, "max_epochs"),
-            (FitParams { solver: "newton".into(), ..Default::default() }, "solver"),
+            (FitParams { solver: "lbfgs".into(), ..Default::default() }, "solver"),
+            (FitParams { solver: "newton".into(), loss: "hinge".into(), ..Default::default() }, "solver"),
+            (
+                FitParams { solver: "newton".into(), loss: "multinomial".into(), ..Default::default() },
+                "solver",
+            ),
+            (FitParams { solver: "newton".into(), l1: 1e-3, ..Default::default() }, "l1"),
+            (FitParams { solver: "newton".into(), l2: 0.0, l1: 1e-3, ..Default::default() }, "l2"),
             (FitParams { sampling: "cyclic".into(), ..Default::default() }, "sampling"),
             (FitParams { loss: "smooth_hinge".into(), smoothing: 0.0, ..Default::default() }, "smoothing"),
             (FitParams { seed: -3, ..Default::default() }, "seed"),
@@ -572,9 +625,15 @@ mod tests {
         }
         let msg = FitParams { loss: "hinj".into(), ..Default::default() }.check().unwrap_err().to_string();
         assert!(msg.contains("expected one of hinge"), "{msg}");
-        let msg =
-            FitParams { solver: "newton".into(), ..Default::default() }.check().unwrap_err().to_string();
-        assert!(msg.contains("auto, sdca, accelerated"), "{msg}");
+        let msg = FitParams { solver: "lbfgs".into(), ..Default::default() }.check().unwrap_err().to_string();
+        assert!(msg.contains("auto, sdca, accelerated, pdprox, newton"), "{msg}");
+        let p = FitParams { solver: "newton".into(), loss: "multinomial".into(), ..Default::default() };
+        let msg = p.check().unwrap_err().to_string();
+        assert!(msg.contains("is multiclass") && msg.contains("solver=\"auto\""), "{msg}");
+        for loss in ["logistic", "squared", "squared_hinge", "smooth_hinge"] {
+            let p = FitParams { solver: "newton".into(), loss: loss.into(), ..Default::default() };
+            assert_eq!(p.check().unwrap().solver, SolverKind::Newton, "{loss}");
+        }
         let msg = FitParams { l2: 0.0, l1: 0.0, ..Default::default() }.check().unwrap_err().to_string();
         assert!(msg.contains("`l2`") && msg.contains("l1 > 0"), "{msg}");
     }

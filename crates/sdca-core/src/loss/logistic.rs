@@ -101,6 +101,13 @@ impl Loss for Logistic {
     fn smoothness(&self) -> f64 {
         4.0
     }
+    /// `sigma(a) sigma(-a) = e / (1 + e)^2` with `e = exp(-|a|)`: one `exp`, no cancellation in
+    /// either tail.
+    #[inline]
+    fn curvature(&self, a: f64, _y: f64) -> f64 {
+        let e = (-a.abs()).exp();
+        e / ((1.0 + e) * (1.0 + e))
+    }
 }
 
 #[cfg(test)]

@@ -69,6 +69,16 @@ pub trait Loss: Copy + Send + Sync {
         None
     }
 
+    /// `phi''(a, y)`, the curvature in the Newton solver's Hessian (`crate::solver::newton`);
+    /// where `phi'` has a kink, one of its one-sided slopes (a generalized Hessian). Only the
+    /// losses of [`LossKind::newton_ready`] override it: the default NaN marks the others, which
+    /// the config never sends to Newton (and a NaN Hessian fails its factorisation with an
+    /// error rather than a wrong model).
+    #[inline]
+    fn curvature(&self, _a: f64, _y: f64) -> f64 {
+        f64::NAN
+    }
+
     /// The Fenchel-Young gap of one row, `phi(a) + phi*(-alpha) + alpha a >= 0`: zero exactly
     /// when `alpha` and `a` are optimal for each other; the mean over rows is the duality gap.
     #[inline]
@@ -115,6 +125,13 @@ pub trait BlockLoss: Copy + Send + Sync {
         None
     }
 
+    /// [`Loss::curvature`] of a scalar loss (`a` of length 1); NaN for block losses, which the
+    /// Newton solver does not take.
+    #[inline]
+    fn curvature(&self, _a: &[f64], _y: f64) -> f64 {
+        f64::NAN
+    }
+
     /// The row's Fenchel-Young gap `phi(a) + phi*(-alpha) + alpha . a >= 0`.
     #[inline]
     fn block_gap(&self, alpha: &[f64], a: &[f64], y: f64) -> f64 {
@@ -153,6 +170,10 @@ impl<L: Loss> BlockLoss for L {
     #[inline(always)]
     fn smoothness(&self) -> f64 {
         Loss::smoothness(self)
+    }
+    #[inline(always)]
+    fn curvature(&self, a: &[f64], y: f64) -> f64 {
+        Loss::curvature(self, a[0], y)
     }
     #[inline(always)]
     fn block_gap(&self, alpha: &[f64], a: &[f64], y: f64) -> f64 {
@@ -269,6 +290,12 @@ impl LossKind {
         self.has_box_linear_dual() || matches!(self, Self::Squared)
     }
 
+    /// The losses `solver="newton"` accepts: scalar losses with a (generalized) second
+    /// derivative, [`Loss::curvature`].
+    pub fn newton_ready(&self) -> bool {
+        matches!(self, Self::Logistic | Self::Squared | Self::SquaredHinge | Self::SmoothHinge { .. })
+    }
+
     /// Whether labels must be binary classes.
     pub fn is_classification(&self) -> bool {
         matches!(self, Self::Hinge | Self::SmoothHinge { .. } | Self::SquaredHinge | Self::Logistic)
@@ -341,10 +368,31 @@ pub(crate) mod testing {
         }
     }
 
+    /// A loss with a curvature ([`Loss::curvature`] not NaN): it is one of the one-sided
+    /// difference quotients of `phi' = -dual_of` at every score (both agree off the kinks).
+    fn check_curvature<L: Loss>(loss: L, y: f64, scores: &[f64]) {
+        let h = 1e-6;
+        let slope = |a: f64| -loss.dual_of(a, y);
+        for &a in scores.iter().chain(&[0.5, 0.95, -0.7]) {
+            let c = loss.curvature(a, y);
+            if c.is_nan() {
+                continue;
+            }
+            let (left, right) = ((slope(a) - slope(a - h)) / h, (slope(a + h) - slope(a)) / h);
+            let tol = 1e-4 * (1.0 + c.abs());
+            assert!(
+                c >= 0.0 && ((c - left).abs() <= tol || (c - right).abs() <= tol),
+                "{}: curvature {c} vs one-sided quotients {left}, {right} (a {a} y {y})",
+                L::NAME
+            );
+        }
+    }
+
     pub fn check_loss<L: Loss>(loss: L) {
         let scores = [-30.0, -3.0, -1.0, -0.2, 0.0, 0.4, 0.999, 1.0, 1.7, 5.0, 40.0];
         let qs = [1e-3, 0.1, 1.0, 7.0];
         for y in labels::<L>() {
+            check_curvature(loss, y, &scores);
             let (lo, hi) = domain::<L>(y);
             for &a in &scores {
                 // Fenchel-Young: >= 0 everywhere, = 0 at the matching dual.

@@ -50,6 +50,16 @@ impl Loss for SmoothHinge {
     fn smoothness(&self) -> f64 {
         self.smoothing
     }
+    /// `1 / gamma` inside the quadratic piece `1 - gamma < y a < 1`, `0` outside.
+    #[inline]
+    fn curvature(&self, a: f64, y: f64) -> f64 {
+        let m = y * a;
+        if m > 1.0 - self.smoothing && m < 1.0 {
+            1.0 / self.smoothing
+        } else {
+            0.0
+        }
+    }
 }
 
 #[cfg(test)]

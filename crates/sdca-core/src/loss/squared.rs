@@ -33,6 +33,10 @@ impl Loss for Squared {
     fn smoothness(&self) -> f64 {
         1.0
     }
+    #[inline]
+    fn curvature(&self, _a: f64, _y: f64) -> f64 {
+        1.0
+    }
 }
 
 #[cfg(test)]

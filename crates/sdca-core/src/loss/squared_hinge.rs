@@ -38,6 +38,15 @@ impl Loss for SquaredHinge {
     fn smoothness(&self) -> f64 {
         0.5
     }
+    /// `2` on the active side `y a < 1`, `0` from the kink on.
+    #[inline]
+    fn curvature(&self, a: f64, y: f64) -> f64 {
+        if y * a < 1.0 {
+            2.0
+        } else {
+            0.0
+        }
+    }
 }
 
 #[cfg(test)]
