@@ -291,7 +291,8 @@ pub struct FitResult {
     /// Final certificate for the original problem.
     pub certificate: Certificate,
     /// Epochs run (passes of coordinate updates, over all inner calls; gap checks not counted;
-    /// a pass that leaves out shrunk rows counts as one). For `"newton"`: passes over the data,
+    /// a pass that leaves out shrunk rows counts as the share of rows it visits, the total
+    /// rounded up). For `"newton"`: passes over the data,
     /// each gradient-and-Hessian pass and each line-search trial.
     pub epochs: u32,
     /// Why it stopped.
@@ -386,8 +387,10 @@ pub(crate) struct Clock {
     interrupt: Option<Interrupt>,
     /// Whether the interrupt check said stop.
     pub interrupted: bool,
-    /// Passes made so far.
+    /// Passes made so far, in full-pass equivalents rounded up (see [`Clock::add_pass`]).
     pub epochs: u32,
+    /// Full-pass equivalents made so far.
+    work: f64,
 }
 
 impl Clock {
@@ -399,7 +402,16 @@ impl Clock {
             interrupt: cfg.interrupt,
             interrupted: false,
             epochs: 0,
+            work: 0.0,
         }
+    }
+    /// Counts a pass that visited `share` of the rows (1 for a full pass; less when shrinking
+    /// left rows out, so that the epoch budget measures work, as the user reads it).
+    /// The count is rounded up but never above `max_epochs` (a last partial pass can start just
+    /// below the budget).
+    pub fn add_pass(&mut self, share: f64) {
+        self.work += share;
+        self.epochs = (self.work.ceil().min(u32::MAX as f64) as u32).min(self.max_epochs);
     }
     pub fn remaining(&self) -> u32 {
         self.max_epochs.saturating_sub(self.epochs)
@@ -444,6 +456,8 @@ pub(crate) struct Run {
     pub end: End,
     /// Passes made in this call.
     pub epochs: u32,
+    /// Full-pass equivalents made in this call ([`Clock::add_pass`]).
+    pub work: f64,
     /// Whether a check ran after the last pass.
     pub checked_last: bool,
 }
@@ -474,9 +488,10 @@ pub(crate) fn drive<S: Coordinate>(
     mut check: impl FnMut(&mut S) -> Verdict,
 ) -> Run {
     let max = budget.max_epochs.min(clock.remaining());
-    let mut run = Run { end: End::Epochs, epochs: 0, checked_last: false };
+    let mut run = Run { end: End::Epochs, epochs: 0, work: 0.0, checked_last: false };
     let mut kept = order.len();
-    while run.epochs < max {
+    // Full passes add exactly 1.0, so without shrinking this is `run.epochs < max`.
+    while run.work < max as f64 {
         let order_kept = &mut order[..kept];
         match sampling {
             Sampling::Permutation => order_kept.shuffle(rng),
@@ -497,9 +512,13 @@ pub(crate) fn drive<S: Coordinate>(
                 }
             }
         }
+        // A solver without coordinates (Pdprox's full passes) gets an empty order; a pass over
+        // no kept row still counts one row, so the budget always advances.
+        let share = if order.is_empty() { 1.0 } else { kept.max(1) as f64 / order.len() as f64 };
         kept = solver.pass(&mut order[..kept]);
         run.epochs += 1;
-        clock.epochs += 1;
+        run.work += share;
+        clock.add_pass(share);
         let out_of_time = clock.out_of_time();
         let due = match solver.settled() {
             Some(settled) => {
@@ -510,7 +529,7 @@ pub(crate) fn drive<S: Coordinate>(
             }
             None => run.epochs.is_multiple_of(budget.check_every),
         };
-        run.checked_last = due || (run.epochs == max && budget.check_last) || out_of_time;
+        run.checked_last = due || (run.work >= max as f64 && budget.check_last) || out_of_time;
         if run.checked_last {
             if let Verdict::Stop = check(solver) {
                 run.end = End::Stopped;

@@ -88,7 +88,7 @@ impl<D: Rows, L: BlockLoss> Newton<'_, '_, D, L> {
     /// [`Newton::evaluate`] as an epoch of `clock`; whether time is up.
     fn pass(&mut self, pt: &mut Point, clock: &mut Clock) -> bool {
         self.evaluate(pt);
-        clock.epochs += 1;
+        clock.add_pass(1.0);
         clock.out_of_time()
     }
 
