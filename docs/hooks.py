@@ -118,6 +118,8 @@ _BENCHMARK_FILES = (
     "results_prox.md",
     "results_multiclass.md",
     "results_crf.md",
+    "results_groups.md",
+    "results_cocoa.md",
     "*.png",
 )
 
