@@ -150,13 +150,25 @@ def test_sparse_features_and_options(tmp_path: Path) -> None:
     out = tmp_path / "models.parquet"
     code, _ = run("fit", "--input", tmp_path / "sparse.parquet", "--label", "y", "--sparse", "features",
                   "--group-by", "entity", "--loss", "hinge", "--l2", "0.1", "--n-features", "6",
-                  "--no-fit-intercept", "--seed", "5", "--max-epochs", "2000", "--output", out)  # fmt: skip
+                  "--no-fit-intercept", "--no-shrinking", "--seed", "5", "--max-epochs", "2000",
+                  "--output", out)  # fmt: skip
     assert code == 0
     models = pl.read_parquet(out)
+    opts = {
+        "loss": "hinge",
+        "l2": 0.1,
+        "n_features": 6,
+        "fit_intercept": False,
+        "seed": 5,
+        "max_epochs": 2000,
+    }
     direct = frame.group_by("entity", maintain_order=True).agg(
-        ps.fit(
-            "y", "features", loss="hinge", l2=0.1, n_features=6, fit_intercept=False, seed=5, max_epochs=2000
-        ).alias("model")
+        ps.fit("y", "features", shrinking=False, **opts).alias("model")
+    )
+    shrunk = frame.group_by("entity", maintain_order=True).agg(ps.fit("y", "features", **opts).alias("model"))
+    # The flag reached the fit: shrinking (the default) follows another path to the optimum.
+    assert (
+        models["model"].struct.field("epochs").to_list() != shrunk["model"].struct.field("epochs").to_list()
     )
     assert models["model"].struct.field("coef").to_list() == direct["model"].struct.field("coef").to_list()
     assert models["model"].struct.field("n_features").to_list() == [6, 6, 6]

@@ -187,7 +187,7 @@ def _fit_groups(
 
 def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
     """The fit options given on the command line; the others keep :func:`fit`'s defaults."""
-    names = [name for name, _ in _FIT_OPTIONS] + ["fit_intercept", "on_error"]
+    names = [name for name, _ in _FIT_OPTIONS] + ["fit_intercept", "shrinking", "on_error"]
     options = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
     if args.weights:
         options["weights"] = args.weights
@@ -298,6 +298,7 @@ def _parser() -> argparse.ArgumentParser:
     for name, kind in _FIT_OPTIONS:
         options.add_argument(f"--{name.replace('_', '-')}", type=kind)
     options.add_argument("--fit-intercept", action=argparse.BooleanOptionalAction)
+    options.add_argument("--shrinking", action=argparse.BooleanOptionalAction)
     options.add_argument(
         "--on-error",
         default="null",
