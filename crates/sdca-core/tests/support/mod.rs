@@ -370,7 +370,10 @@ pub fn check_fit(
         }
     }
     if (gap - r.solved_gap).abs() > error {
-        return Err(format!("returned gap {} != recomputed P - D = {gap} +- {error}", r.solved_gap));
+        return Err(format!(
+            "returned gap {:e} != recomputed P - D = {gap:e} +- {error:e} (P {:e}, D {:e})",
+            r.solved_gap, p.value, dual.value
+        ));
     }
     Ok(())
 }
