@@ -63,11 +63,17 @@ pub fn fit_groups(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
             .ok_or_else(|| compute("internal error: null group id; please report".into()))?;
         rows[g as usize - 1].push(r as IdxSize);
     }
+    // Each group's first row carries its key (dense ranks leave no group empty).
+    let first: Vec<IdxSize> = rows
+        .iter()
+        .map(|r| r.first().copied())
+        .collect::<Option<_>>()
+        .ok_or_else(|| compute("internal error: an empty group; please report".into()))?;
     let label_name = data[0].name().clone();
     let models: Vec<Series> = rows
-        .par_iter()
+        .into_par_iter()
         .map(|idx| {
-            let idx = IdxCa::from_vec("".into(), idx.clone());
+            let idx = IdxCa::from_vec("".into(), idx);
             let part: Vec<Series> = data.iter().map(|s| s.take(&idx)).collect::<PolarsResult<_>>()?;
             fit::model(&part, kw).map_err(|e| match keys.first() {
                 // Name the group by its first key value.
@@ -87,7 +93,7 @@ pub fn fit_groups(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
     for m in &models[1..] {
         model.append(m)?;
     }
-    let first = IdxCa::from_vec("".into(), rows.iter().map(|r| r[0]).collect());
+    let first = IdxCa::from_vec("".into(), first);
     let mut fields: Vec<Series> = keys.iter().map(|k| k.take(&first)).collect::<PolarsResult<_>>()?;
     fields.push(model.rechunk().with_name(label_name.clone()));
     Ok(StructChunked::from_series(label_name, n_groups, fields.iter())?.into_series())

@@ -261,6 +261,9 @@ class _Pool:
             ray = _ray()
             self.ray = ray
             self.actor = ray.remote(CocoaWorker)
+            # A fraction of a CPU each when there are more partitions than CPUs, so that every
+            # actor is placed (whole CPUs would leave the extra actors pending forever).
+            self.cpus = min(1.0, ray.cluster_resources().get("CPU", 1.0) / len(frames))
             # The partitions stay in the object store: a lost actor is rebuilt from them.
             self.frames = [ray.put(f) for f in frames]
             self.workers = [self._start(k) for k in range(len(frames))]
@@ -270,11 +273,7 @@ class _Pool:
             self.threads = ThreadPoolExecutor(max_workers=min(len(frames), os.cpu_count() or 1))
 
     def _start(self, k: int) -> Any:
-        # A fraction of a CPU each when there are more partitions than CPUs, so that every actor
-        # is placed (whole CPUs would leave the extra actors pending forever).
-        cpus = self.ray.cluster_resources().get("CPU", 1.0)
-        share = min(1.0, cpus / len(self.frames))
-        return self.actor.options(num_cpus=share).remote(self.frames[k], self.packed)
+        return self.actor.options(num_cpus=self.cpus).remote(self.frames[k], self.packed)
 
     def restart(self, k: int) -> None:
         self.workers[k] = self._start(k)

@@ -122,7 +122,7 @@ fn round<D: Rows, L: BlockLoss>(
     w: &[f64],
 ) -> LocalRound {
     let (n, bias) = (problem.n(), cfg.intercept_scaling);
-    let row_sq: Vec<f64> = (0..n).map(|i| problem.weight(i) * (problem.x.sq_norm(i) + bias * bias)).collect();
+    let row_sq = super::row_sq(problem, bias);
     // Scale `1 / (l2_local n)` = `sigma / (l2 n_total)`.
     let l2_local = cfg.l2 * spec.n_total as f64 / (spec.sigma * n as f64);
     let mut state = State::new(problem, loss, L2, l2_local, 0.0, bias, &row_sq, alpha.to_vec(), Vec::new());

@@ -1038,6 +1038,12 @@ fn solve<D: Rows, L: BlockLoss>(
     })
 }
 
+/// `s_i (||x_i||^2 + bias^2)` per row: the squared norm of each weighted row with its intercept
+/// feature, from which the dual steps' curvatures follow.
+pub(crate) fn row_sq<D: Rows>(problem: &Problem<'_, D>, bias: f64) -> Vec<f64> {
+    (0..problem.n()).map(|i| problem.weight(i) * (problem.x.sq_norm(i) + bias * bias)).collect()
+}
+
 /// The dual solvers (module docs): plain or accelerated Prox-SDCA from the model `w`.
 #[allow(clippy::too_many_arguments)]
 fn run_sdca<D: Rows, L: BlockLoss>(
@@ -1051,9 +1057,8 @@ fn run_sdca<D: Rows, L: BlockLoss>(
     judge: &mut Judge<'_, '_, D, L>,
     clock: &mut Clock,
 ) -> Outcome {
-    let (x, n, bias) = (problem.x, problem.n(), cfg.intercept_scaling);
-    let row_sq: Vec<f64> = (0..n).map(|i| problem.weight(i) * (x.sq_norm(i) + bias * bias)).collect();
-    let row_sq = &row_sq[..];
+    let (n, bias) = (problem.n(), cfg.intercept_scaling);
+    let row_sq = &row_sq(problem, bias)[..];
     let r2 = row_sq.iter().fold(0.0f64, |m, &r| m.max(r));
     let warm = w.iter().any(|&v| v != 0.0);
     let (mut start, sum) = Start::new(problem, loss, bias, row_sq, w);

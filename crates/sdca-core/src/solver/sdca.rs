@@ -221,14 +221,16 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
         }
     }
 
-    /// Moves the shift so that the state's primal point is exactly `w` (feature-major, same
+    /// Sets the shift so that the state's primal point is exactly `w` (feature-major, same
     /// layout as `v`) at the current duals: `v = w l2 n`, `shift = v - sum_i s_i x_i alpha_i^T`.
-    /// A CoCoA+ partition ([`super::cocoa`]) starts each round at the global model this way.
+    /// A CoCoA+ partition ([`super::cocoa`]) starts each round at the global model this way,
+    /// on a state built without a shift, whose `v` is then the dual sum `new` just rebuilt (no
+    /// pass over the rows).
     pub fn center_at(&mut self, w: &[f64]) {
-        let mut sum = vec![0.0; self.v.len()];
-        self.dual_sum(&mut sum);
-        self.v = w.iter().map(|wj| wj / self.scale).collect();
-        self.shift = self.v.iter().zip(&sum).map(|(v, s)| v - s).collect();
+        debug_assert!(self.shift.is_empty(), "center_at needs a state without a shift");
+        let v: Vec<f64> = w.iter().map(|wj| wj / self.scale).collect();
+        self.shift = v.iter().zip(&self.v).map(|(c, sum)| c - sum).collect();
+        self.v = v;
         self.refresh_w();
     }
 
