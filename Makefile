@@ -24,7 +24,7 @@ help: ## list the targets
 
 $(DEPS_STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet --upgrade pip 'tomli>=2; python_version < "3.11"'
 	$(PY) -m pip install --quiet $$($(PY) scripts/deps.py build test dev bench ray)
 	rm -f $(VENV)/.deps-* && touch $@
 
@@ -77,7 +77,9 @@ fuzz-build:
 
 # $(1): libFuzzer flags; $(2): the corpus directory new inputs go to (libFuzzer writes into the
 # first directory it is given, so the committed seeds come second and stay untouched).
+# Crash artifacts go to $(FUZZ_CORPUS), made here: a fresh machine has no campaign folder.
 define fuzz_each
+	mkdir -p $(FUZZ_CORPUS)
 	for t in $(FUZZ_TARGETS); do \
 		corpus=$(2) && mkdir -p $$corpus fuzz/seeds/$$t && \
 		$(FUZZ_BIN)/$$t $(1) -rss_limit_mb=2048 -timeout=10 -print_final_stats=1 \

@@ -12,7 +12,10 @@ import re
 import sys
 from pathlib import Path
 
-import tomllib
+try:
+    import tomllib
+except ModuleNotFoundError:  # Python 3.10: the same parser from PyPI (the Makefile installs it)
+    import tomli as tomllib
 
 
 def lowest(requirement: str) -> str:
