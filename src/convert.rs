@@ -119,19 +119,29 @@ fn is_sparse_dtype(dt: &DataType) -> bool {
     matches!(dt, DataType::List(inner) if matches!(inner.as_ref(), DataType::Struct(_)))
 }
 
+/// Whether the fits read a column of this dtype as numbers (`f64`): every integer (8 to 128
+/// bits), float (16 to 64 bits) and decimal dtype, and booleans (0 / 1). The accepted dtypes
+/// are listed in `docs/sparse.md`; `tests/test_dtypes.py` fits each.
+pub fn is_number(dt: &DataType) -> bool {
+    dt.is_numeric() || dt.is_bool()
+}
+
 /// The struct field names of a sparse column, checked.
 fn sparse_fields(name: &str, dt: &DataType) -> PolarsResult<()> {
+    let mut got = dt.to_string();
     if let DataType::List(inner) = dt {
         if let DataType::Struct(fields) = inner.as_ref() {
             let find = |f: &str| fields.iter().find(|x| x.name().as_str() == f).map(|x| x.dtype().clone());
             match (find("index"), find("value")) {
-                (Some(i), Some(v)) if i.is_integer() && v.is_primitive_numeric() => return Ok(()),
+                (Some(i), Some(v)) if i.is_integer() && is_number(&v) => return Ok(()),
                 _ => {}
             }
+            let listed: Vec<String> = fields.iter().map(|f| format!("{}: {}", f.name(), f.dtype())).collect();
+            got = format!("List(Struct{{{}}})", listed.join(", "));
         }
     }
     Err(compute(format!(
-        "column {name:?}: sparse features must be List(Struct{{index: integer, value: float}}), got {dt}"
+        "column {name:?}: sparse features must be List(Struct{{index: integer, value: number}}), got {got}"
     )))
 }
 
@@ -146,20 +156,20 @@ pub fn check_feature_dtypes(fields: &[Field]) -> PolarsResult<()> {
             if matches!(inner.as_ref(), DataType::Struct(_)) {
                 return sparse_fields(f.name(), dt);
             }
-            if inner.is_primitive_numeric() {
+            if is_number(inner) {
                 return Ok(());
             }
         }
         if let DataType::Array(inner, _) = dt {
-            if inner.is_primitive_numeric() {
+            if is_number(inner) {
                 return Ok(());
             }
         }
     }
     for f in fields {
-        if !(f.dtype().is_primitive_numeric() || f.dtype().is_bool() || f.dtype().is_null()) {
+        if !(is_number(f.dtype()) || f.dtype().is_null()) {
             return Err(compute(format!(
-                "column {:?}: feature columns must be numeric (or one List(Float64) / Array / sparse List(Struct{{index, value}}) column), got {}",
+                "column {:?}: feature columns must be numeric (integer, float, decimal or boolean), or one List / Array of numbers or one sparse List(Struct{{index, value}}) column; got {}",
                 f.name(),
                 f.dtype()
             )));
@@ -584,7 +594,7 @@ pub fn labels(s: &Series, loss: &LossKind) -> PolarsResult<Labels> {
         return Ok(Labels { y: y.into_iter().map(f64::from).collect(), classes: Some(classes) });
     }
     let (classification, loss) = (loss.is_classification(), loss.name());
-    if !(dt.is_primitive_numeric() || dt.is_bool()) {
+    if !is_number(&dt) {
         return Err(compute(format!(
             "column {name:?}: labels of dtype {dt} are not supported by loss {loss:?}; {}",
             if classification {
@@ -619,8 +629,12 @@ pub fn labels(s: &Series, loss: &LossKind) -> PolarsResult<Labels> {
 
 /// Sample weights as `f64`.
 pub fn weights(s: &Series) -> PolarsResult<Vec<f64>> {
-    if !(s.dtype().is_primitive_numeric() || s.dtype().is_bool()) {
-        return Err(compute(format!("column {:?}: weights must be numeric, got {}", s.name(), s.dtype())));
+    if !is_number(s.dtype()) {
+        return Err(compute(format!(
+            "column {:?}: weights must be numeric (integer, float, decimal or boolean), got {}",
+            s.name(),
+            s.dtype()
+        )));
     }
     Ok(s.cast(&DataType::Float64)?.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
 }
