@@ -271,6 +271,8 @@ def test_bad_options_raise_at_build_time() -> None:
         ps.crf_fit("t", ["x"], sequence="s", null_policy="drop")  # type: ignore[typeddict-item]
     with pytest.raises(TypeError, match="max_epochs"):
         ps.crf_fit("t", ["x"], sequence="s", max_epochs=1.5)  # type: ignore[typeddict-item]
+    with pytest.raises(ValueError, match="n_threads"):
+        ps.crf_fit("t", ["x"], sequence="s", n_threads=0)
 
 
 def test_bad_data_raise_naming_column_and_row() -> None:

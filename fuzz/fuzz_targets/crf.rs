@@ -47,6 +47,7 @@ impl Params {
             max_memory: self.max_memory.map(|m| m as i64 * 64),
             max_seconds: None,
             max_sequence_length: self.max_sequence_length.map(|m| m as i64 % 8),
+            n_threads: Some(self.seed as i64 % 3 + 1),
         }
     }
 }

@@ -85,6 +85,7 @@ class CrfOptions(TypedDict, total=False):
     max_memory: int | None
     max_seconds: float | None
     max_sequence_length: int | None
+    n_threads: int | None
     n_features: int | None
     null_policy: Literal["raise"]
     on_error: OnError

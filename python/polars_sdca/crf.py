@@ -655,6 +655,9 @@ keep_tempfiles, trainer_cls
         Random seed; the same seed gives the same model.
     max_seconds : float, optional
         Time budget of the fit.
+    n_threads : int, optional
+        Threads of the fit (default: every core; see :func:`polars_sdca.crf_fit`). The same
+        seed and thread count give the same model.
 
     Attributes
     ----------
@@ -725,6 +728,7 @@ keep_tempfiles, trainer_cls
         non_uniform: float = 0.8,
         seed: int = 0,
         max_seconds: float | None = None,
+        n_threads: int | None = None,
     ) -> None:
         # Stored unchecked (the scikit-learn convention); `fit` and the plugin check them.
         self.algorithm = algorithm
@@ -760,6 +764,7 @@ keep_tempfiles, trainer_cls
         self.non_uniform = non_uniform
         self.seed = seed
         self.max_seconds = max_seconds
+        self.n_threads = n_threads
         self._model: pl.DataFrame | None = None
         self._vocabulary: dict[str, int] = {}
 
@@ -866,6 +871,7 @@ keep_tempfiles, trainer_cls
                 non_uniform=self.non_uniform,
                 seed=self.seed,
                 max_seconds=self.max_seconds,
+                n_threads=self.n_threads,
                 n_features=len(vocabulary),
             ).alias("model")
         )

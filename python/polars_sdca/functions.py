@@ -405,8 +405,10 @@ def fit_groups(
     if not keys:
         msg = "by is empty; pass at least one key column"
         raise ValueError(msg)
-    packed = _pack(layout, kwargs, _internal.check_fit_kwargs)
     group_id = pl.struct(keys).rank("dense").alias("__sdca_group")
+    # Inside group_by().agg the inputs arrive unnamed: the keys' names label the output fields.
+    layout["names"] = [*layout["names"], _name(group_id), *(_name(k) for k in keys)]
+    packed = _pack(layout, kwargs, _internal.check_fit_kwargs)
     return register_plugin_function(
         plugin_path=_LIB,
         function_name="fit_groups",
@@ -539,13 +541,22 @@ _CRF_DEFAULTS: dict[str, Any] = {
     "max_memory": None,
     "max_seconds": None,
     "max_sequence_length": None,
+    "n_threads": None,
     "n_features": None,
     "null_policy": "raise",
     "on_error": "raise",
 }
 _CRF_FLOATS = ("l2", "tol", "non_uniform", "max_seconds")
-_CRF_INTS = ("max_epochs", "check_every", "seed", "max_memory", "max_sequence_length", "n_features")
-_CRF_OPTIONAL = ("l2", "max_memory", "max_seconds", "max_sequence_length", "n_features")
+_CRF_INTS = (
+    "max_epochs",
+    "check_every",
+    "seed",
+    "max_memory",
+    "max_sequence_length",
+    "n_threads",
+    "n_features",
+)
+_CRF_OPTIONAL = ("l2", "max_memory", "max_seconds", "max_sequence_length", "n_threads", "n_features")
 
 
 def _crf_number(name: str, value: object, kind: type) -> float | int | None:
@@ -579,7 +590,8 @@ class _SequenceOrder:
         return arg, f"{_name(self.sequence)} (sorted by order_by {_name(self.order)})"
 
     def sort(self, expr: pl.Expr) -> pl.Expr:
-        if self.order is None:
+        # A literal is one value, broadcast by the plugin: there is nothing to sort.
+        if self.order is None or expr.meta.is_literal(allow_aliasing=True):
             return expr
         return expr.sort_by([self.sequence, self.order], maintain_order=True)
 
@@ -668,6 +680,12 @@ def crf_fit(
             Time budget; the fit stops not converged.
         max_sequence_length : int, optional
             Reject longer sequences.
+        n_threads : int, optional
+            Threads that compute the oracles of a block of sequences in parallel. Default:
+            every core (``POLARS_MAX_THREADS`` if set) when the fit runs alone (``select``),
+            1 inside ``group_by`` / ``over``, where Polars already runs groups in parallel.
+            The result depends on the seed and this number only (1 thread: the sequential
+            algorithm; more: oracles of a block computed at the block's starting weights).
         n_features : int, optional
             Width of sparse features (default: largest index + 1 in the group).
         null_policy : {"raise"}

@@ -56,6 +56,10 @@ pub struct CrfParams {
     pub max_seconds: Option<f64>,
     /// Reject sequences longer than this; `>= 1`.
     pub max_sequence_length: Option<i64>,
+    /// Threads computing oracles in parallel; `>= 1`. `None` means 1 in the core (the plugin
+    /// resolves `None` to every core for a lone fit, 1 inside Polars' parallel groups). The
+    /// result depends on the seed and this number, never on the machine.
+    pub n_threads: Option<i64>,
 }
 
 impl Default for CrfParams {
@@ -72,6 +76,7 @@ impl Default for CrfParams {
             max_memory: None,
             max_seconds: None,
             max_sequence_length: None,
+            n_threads: None,
         }
     }
 }
@@ -108,6 +113,8 @@ pub struct CrfConfig {
     pub interrupt: Option<crate::config::Interrupt>,
     /// Longest accepted sequence.
     pub max_sequence_length: Option<usize>,
+    /// Oracle threads (`>= 1`), or `None` for 1.
+    pub n_threads: Option<usize>,
     _checked: (),
 }
 
@@ -115,6 +122,11 @@ impl CrfConfig {
     /// The L2 strength used for `n` sequences.
     pub fn l2_for(&self, n: usize) -> f64 {
         self.l2.unwrap_or(1.0 / n.max(1) as f64)
+    }
+
+    /// The number of oracle threads (`n_threads`, 1 when unset).
+    pub fn threads(&self) -> usize {
+        self.n_threads.unwrap_or(1)
     }
 }
 
@@ -183,6 +195,10 @@ impl CrfParams {
             Some(m) => Some(int_at_least("max_sequence_length", m, 1, i64::MAX)? as usize),
             None => None,
         };
+        let n_threads = match self.n_threads {
+            Some(t) => Some(int_at_least("n_threads", t, 1, 1 << 16)? as usize),
+            None => None,
+        };
         Ok(CrfConfig {
             l2,
             tol,
@@ -196,6 +212,7 @@ impl CrfParams {
             max_seconds,
             interrupt: None,
             max_sequence_length,
+            n_threads,
             _checked: (),
         })
     }
@@ -231,6 +248,7 @@ mod tests {
             (CrfParams { max_memory: Some(0), ..d() }, "max_memory"),
             (CrfParams { max_seconds: Some(f64::INFINITY), ..d() }, "max_seconds"),
             (CrfParams { max_sequence_length: Some(0), ..d() }, "max_sequence_length"),
+            (CrfParams { n_threads: Some(0), ..d() }, "n_threads"),
         ];
         for (p, name) in cases {
             let err = p.check().unwrap_err();
