@@ -197,6 +197,12 @@ fn solve_on<D: TokenRows>(
         .map_err(|e| compute(format!("columns {:?} / {:?}: {e}", g.tag_name, g.seq_name)))?;
     let fit = crf_fit(&problem, cfg).map_err(|e| match e {
         sdca_core::SdcaError::InvalidParameter { .. } => param(e),
+        sdca_core::SdcaError::MemoryLimit { what: "the marginals", .. } => {
+            compute(format!("column {:?}: {e}", g.tag_name))
+        }
+        sdca_core::SdcaError::MemoryLimit { what: "the weights", .. } => {
+            compute(format!("column {:?}: {e}", g.features.width().2))
+        }
         e => compute(format!("sequence column {:?}: {e}", g.seq_name)),
     })?;
     if fit.status == sdca_core::Status::Interrupted {
@@ -269,6 +275,7 @@ pub fn model(inputs: &[Series], kw: &CrfKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
     let mut cfg = kw.params.check().map_err(param)?;
     cfg.interrupt = interrupt::arm();
+    cfg.memory_budget = convert::default_budget();
     let tag = &inputs[0];
     let result = prepare(inputs, kw).and_then(|g| {
         let (fit, _) = solve(&g, &cfg, false)?;
@@ -316,6 +323,7 @@ pub fn rows(inputs: &[Series], kw: &CrfKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
     let mut cfg = kw.params.check().map_err(param)?;
     cfg.interrupt = interrupt::arm();
+    cfg.memory_budget = convert::default_budget();
     let tag = &inputs[0];
     let result = prepare(inputs, kw).and_then(|g| {
         let (fit, out) = solve(&g, &cfg, true)?;

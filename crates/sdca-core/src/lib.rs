@@ -8,6 +8,7 @@
 //! `P(w, b) = (1/n) sum_i s_i phi(x_i . w + b, y_i) + (l2/2)||w||^2 + l1 ||w||_1`.
 #![warn(missing_docs)]
 
+pub mod budget;
 pub mod config;
 pub mod crf;
 pub mod data;

@@ -611,8 +611,8 @@ fn drive<D: TokenRows>(
 ///
 /// Inputs: a validated [`CrfProblem`] (sparse or dense token rows, sequence offsets, labels in
 /// `0..K`) and a checked [`CrfConfig`]. Errors: a sequence longer than `max_sequence_length`
-/// ([`SdcaError::SequenceTooLong`]), an estimate above `max_memory`
-/// ([`SdcaError::MemoryLimit`]), a refused allocation, or a fit that overflowed `f64`
+/// ([`SdcaError::SequenceTooLong`]), an estimate above `max_memory` or the default memory
+/// budget ([`SdcaError::MemoryLimit`]), a refused allocation, or a fit that overflowed `f64`
 /// ([`SdcaError::NonFiniteResult`]). Output: the weights split by block,
 /// `P`, `D`, the gap certificate (`P - D = mean_i KL~(mu_i || nu_i) >= 0`), the per-sequence
 /// block gaps and the gap trace. The same seed gives the same result bit for bit (unless
@@ -635,16 +635,7 @@ pub fn crf_fit<D: TokenRows>(problem: &CrfProblem<'_, D>, cfg: &CrfConfig) -> Re
     }
     let (k, a) = (problem.n_labels(), problem.n_attributes());
     let memory_bytes = memory_estimate(problem.n_tokens(), n, k, a, problem.max_len());
-    if let Some(limit) = cfg.max_memory {
-        if memory_bytes > limit {
-            return Err(SdcaError::MemoryLimit {
-                what: "crf",
-                advice: "use fewer labels or shorter sequences, or fit fewer sequences per group",
-                needed: memory_bytes,
-                limit,
-            });
-        }
-    }
+    crate::budget::check_crf(&cfg.budget(), problem.n_tokens(), n, k, a, problem.max_len())?;
     // No buffer can exceed `isize::MAX` bytes; this also keeps every size below from overflowing.
     if memory_bytes >= isize::MAX as u64 {
         return Err(SdcaError::AllocationFailed { bytes: memory_bytes });
