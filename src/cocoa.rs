@@ -56,7 +56,7 @@ impl CocoaPartition {
         }
         fit::check_policies(&kw).map_err(value_error)?;
         let inputs: Vec<Series> = inputs.into_iter().map(|s| s.0).collect();
-        let inputs = convert::named(&inputs, &kw.layout);
+        let inputs = convert::aligned(&inputs, &kw.layout, convert::Call::Fit).map_err(value_error)?;
         fit::split(&inputs, &kw.layout).map_err(value_error)?;
         let group = fit::prepare(&inputs, &kw, &cfg).map_err(value_error)?;
         let alpha = vec![0.0; group.labels.y.len()];

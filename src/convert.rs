@@ -119,19 +119,29 @@ fn is_sparse_dtype(dt: &DataType) -> bool {
     matches!(dt, DataType::List(inner) if matches!(inner.as_ref(), DataType::Struct(_)))
 }
 
+/// Whether the fits read a column of this dtype as numbers (`f64`): every integer (8 to 128
+/// bits), float (16 to 64 bits) and decimal dtype, and booleans (0 / 1). The accepted dtypes
+/// are listed in `docs/sparse.md`; `tests/test_dtypes.py` fits each.
+pub fn is_number(dt: &DataType) -> bool {
+    dt.is_numeric() || dt.is_bool()
+}
+
 /// The struct field names of a sparse column, checked.
 fn sparse_fields(name: &str, dt: &DataType) -> PolarsResult<()> {
+    let mut got = dt.to_string();
     if let DataType::List(inner) = dt {
         if let DataType::Struct(fields) = inner.as_ref() {
             let find = |f: &str| fields.iter().find(|x| x.name().as_str() == f).map(|x| x.dtype().clone());
             match (find("index"), find("value")) {
-                (Some(i), Some(v)) if i.is_integer() && v.is_primitive_numeric() => return Ok(()),
+                (Some(i), Some(v)) if i.is_integer() && is_number(&v) => return Ok(()),
                 _ => {}
             }
+            let listed: Vec<String> = fields.iter().map(|f| format!("{}: {}", f.name(), f.dtype())).collect();
+            got = format!("List(Struct{{{}}})", listed.join(", "));
         }
     }
     Err(compute(format!(
-        "column {name:?}: sparse features must be List(Struct{{index: integer, value: float}}), got {dt}"
+        "column {name:?}: sparse features must be List(Struct{{index: integer, value: number}}), got {got}"
     )))
 }
 
@@ -146,20 +156,20 @@ pub fn check_feature_dtypes(fields: &[Field]) -> PolarsResult<()> {
             if matches!(inner.as_ref(), DataType::Struct(_)) {
                 return sparse_fields(f.name(), dt);
             }
-            if inner.is_primitive_numeric() {
+            if is_number(inner) {
                 return Ok(());
             }
         }
         if let DataType::Array(inner, _) = dt {
-            if inner.is_primitive_numeric() {
+            if is_number(inner) {
                 return Ok(());
             }
         }
     }
     for f in fields {
-        if !(f.dtype().is_primitive_numeric() || f.dtype().is_bool() || f.dtype().is_null()) {
+        if !(is_number(f.dtype()) || f.dtype().is_null()) {
             return Err(compute(format!(
-                "column {:?}: feature columns must be numeric (or one List(Float64) / Array / sparse List(Struct{{index, value}}) column), got {}",
+                "column {:?}: feature columns must be numeric (integer, float, decimal or boolean), or one List / Array of numbers or one sparse List(Struct{{index, value}}) column; got {}",
                 f.name(),
                 f.dtype()
             )));
@@ -168,9 +178,111 @@ pub fn check_feature_dtypes(fields: &[Field]) -> PolarsResult<()> {
     Ok(())
 }
 
-/// The inputs renamed as the user wrote them (Polars passes group slices without names).
-pub fn named(inputs: &[Series], layout: &Layout) -> Vec<Series> {
-    inputs
+/// The expression a call's inputs belong to: it fixes what each input is ([`aligned`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Call {
+    /// `fit`, `fit_rows` and a CoCoA+ partition: label, features, weights, warm start.
+    Fit,
+    /// `fit_groups`: the `fit` inputs, then the group id and the `by` keys.
+    FitGroups,
+    /// `predict`: model, features.
+    Predict,
+    /// `crf_fit`, `crf_fit_rows`: tag, features, sequence.
+    Crf,
+    /// `crf_predict`: model, features, sequence.
+    CrfPredict,
+}
+
+/// What one input of a call is, for messages and for what a single value means.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Role {
+    Label,
+    Tag,
+    Model,
+    Feature,
+    Weights,
+    WarmStart,
+    Sequence,
+    GroupId,
+    Key,
+}
+
+/// What a one-value input (a literal, or an aggregation such as `mean()`) becomes when the
+/// other inputs have `n` rows.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum OneValue {
+    /// Repeated to `n` rows, as Polars broadcasts a literal: a constant feature, weight,
+    /// sequence id (one sequence) or group key (one group).
+    Broadcast,
+    /// Kept as one row: the consumer reads it for every row (a model, a warm start).
+    Shared,
+    /// An error: one label or tag for many rows is a mistake, not a constant.
+    Refused,
+}
+
+impl Role {
+    fn what(self) -> &'static str {
+        match self {
+            Role::Label => "label",
+            Role::Tag => "tag",
+            Role::Model => "model",
+            Role::Feature => "feature",
+            Role::Weights => "weights",
+            Role::WarmStart => "warm_start",
+            Role::Sequence => "sequence",
+            Role::GroupId => "group id",
+            Role::Key => "by key",
+        }
+    }
+
+    fn one_value(self) -> OneValue {
+        match self {
+            Role::Label | Role::Tag => OneValue::Refused,
+            Role::Model | Role::WarmStart => OneValue::Shared,
+            Role::Feature | Role::Weights | Role::Sequence | Role::GroupId | Role::Key => OneValue::Broadcast,
+        }
+    }
+}
+
+/// The role of each of `n_inputs` inputs of `call`, by position.
+fn roles(call: Call, layout: &Layout, n_inputs: usize) -> Vec<Role> {
+    let k = usize::try_from(layout.n_feature_inputs).unwrap_or(0);
+    let first = match call {
+        Call::Fit | Call::FitGroups => Role::Label,
+        Call::Crf => Role::Tag,
+        Call::Predict | Call::CrfPredict => Role::Model,
+    };
+    let mut roles = vec![first];
+    roles.extend(std::iter::repeat_n(Role::Feature, k));
+    match call {
+        Call::Fit | Call::FitGroups => {
+            roles.extend(layout.has_weights.then_some(Role::Weights));
+            roles.extend(layout.has_warm_start.then_some(Role::WarmStart));
+            if call == Call::FitGroups {
+                roles.push(Role::GroupId);
+            }
+        }
+        Call::Crf | Call::CrfPredict => roles.push(Role::Sequence),
+        Call::Predict => {}
+    }
+    // Anything beyond the layout: `fit_groups`' keys (a miscount fails in the caller's split).
+    let rest = if call == Call::FitGroups { Role::Key } else { Role::Feature };
+    roles.resize(n_inputs.max(roles.len()), rest);
+    roles.truncate(n_inputs);
+    roles
+}
+
+/// Every expression's inputs, checked in one place: named as the user wrote them (Polars
+/// passes group slices without names) and of one length.
+///
+/// Polars hands a literal (`pl.lit(1.0)`) or a one-value aggregation to a plugin as a column of
+/// length 1. Where its semantics broadcast such a value, it is repeated to the length `n` of the
+/// other inputs (a constant feature, weight, sequence id or group key); a model or warm start
+/// stays one row, read for every row; one label or tag for many rows is refused. Any other
+/// length that differs from `n` is an error naming both inputs.
+pub fn aligned(inputs: &[Series], layout: &Layout, call: Call) -> PolarsResult<Vec<Series>> {
+    let roles = roles(call, layout, inputs.len());
+    let named: Vec<Series> = inputs
         .iter()
         .enumerate()
         .map(|(k, s)| match layout.names.get(k) {
@@ -178,6 +290,36 @@ pub fn named(inputs: &[Series], layout: &Layout) -> Vec<Series> {
                 s.clone().with_name(name.into())
             }
             _ => s.clone(),
+        })
+        .collect();
+    // The row count: the longest input that is not a single value (all single values: 1 row);
+    // the first of them, so that a short input is the one the message blames.
+    let longest = named.iter().map(|s| s.len()).filter(|&len| len != 1).max();
+    let Some(reference) = longest.and_then(|n| named.iter().position(|s| s.len() == n)) else {
+        return Ok(named);
+    };
+    let n = named[reference].len();
+    let describe = |k: usize| format!("{} {:?}", roles[k].what(), named[k].name().as_str());
+    named
+        .iter()
+        .enumerate()
+        .map(|(k, s)| match (s.len(), roles[k].one_value()) {
+            (len, _) if len == n => Ok(s.clone()),
+            (1, OneValue::Broadcast) => Ok(s.new_from_index(0, n)),
+            (1, OneValue::Shared) => Ok(s.clone()),
+            (1, OneValue::Refused) => Err(compute(format!(
+                "{} is a single value (a literal or an aggregation) but {} has {n} rows; pass a column \
+                 with one {} per row",
+                describe(k),
+                describe(reference),
+                roles[k].what()
+            ))),
+            (len, _) => Err(compute(format!(
+                "{} has {len} rows but {} has {n}; every input needs one value per row (only a single \
+                 value, such as a literal, is broadcast)",
+                describe(k),
+                describe(reference)
+            ))),
         })
         .collect()
 }
@@ -252,9 +394,10 @@ pub fn apply_null_policy(
     let n = inputs.first().map_or(0, |s| s.len());
     let mut drop: Option<Vec<bool>> = None;
     for s in inputs {
-        if s.len() != n && s.len() != 1 {
+        // `inputs` aligned every length first.
+        if s.len() != n {
             return Err(compute(format!(
-                "column {:?} has {} rows but the label has {n}; all inputs must have the same length",
+                "internal error: input {:?} has {} rows but the first input has {n}; please report",
                 s.name(),
                 s.len()
             )));
@@ -451,7 +594,7 @@ pub fn labels(s: &Series, loss: &LossKind) -> PolarsResult<Labels> {
         return Ok(Labels { y: y.into_iter().map(f64::from).collect(), classes: Some(classes) });
     }
     let (classification, loss) = (loss.is_classification(), loss.name());
-    if !(dt.is_primitive_numeric() || dt.is_bool()) {
+    if !is_number(&dt) {
         return Err(compute(format!(
             "column {name:?}: labels of dtype {dt} are not supported by loss {loss:?}; {}",
             if classification {
@@ -486,8 +629,12 @@ pub fn labels(s: &Series, loss: &LossKind) -> PolarsResult<Labels> {
 
 /// Sample weights as `f64`.
 pub fn weights(s: &Series) -> PolarsResult<Vec<f64>> {
-    if !(s.dtype().is_primitive_numeric() || s.dtype().is_bool()) {
-        return Err(compute(format!("column {:?}: weights must be numeric, got {}", s.name(), s.dtype())));
+    if !is_number(s.dtype()) {
+        return Err(compute(format!(
+            "column {:?}: weights must be numeric (integer, float, decimal or boolean), got {}",
+            s.name(),
+            s.dtype()
+        )));
     }
     Ok(s.cast(&DataType::Float64)?.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect())
 }

@@ -6,7 +6,7 @@
 use polars::prelude::*;
 use pyo3_polars::derive::polars_expr;
 
-use crate::convert::{check_feature_dtypes, named};
+use crate::convert::{aligned, check_feature_dtypes, Call};
 use crate::error::param;
 use crate::fit::{self, split};
 use crate::kwargs::{FitKwargs, Packed, PredictKwargs};
@@ -47,7 +47,7 @@ fn predict_output(fields: &[Field], kwargs: PredictKwargs) -> PolarsResult<Field
 #[polars_expr(output_type_func_with_kwargs = fit_output)]
 fn fit(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
     let kwargs = kwargs.fit()?;
-    let inputs = named(inputs, &kwargs.layout);
+    let inputs = aligned(inputs, &kwargs.layout, Call::Fit)?;
     split(fit::warm_input(&inputs, &kwargs.layout).0, &kwargs.layout)?;
     fit::model(&inputs, &kwargs)
 }
@@ -66,24 +66,21 @@ fn fit_groups_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {
 #[polars_expr(output_type_func_with_kwargs = fit_groups_output)]
 fn fit_groups(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
     let kwargs = kwargs.fit()?;
-    let n = crate::groups::n_data_inputs(&kwargs);
-    let mut inputs = inputs.to_vec();
-    let named_data = named(&inputs[..n.min(inputs.len())], &kwargs.layout);
-    inputs.splice(..named_data.len(), named_data);
+    let inputs = aligned(inputs, &kwargs.layout, Call::FitGroups)?;
     crate::groups::fit_groups(&inputs, &kwargs)
 }
 
 #[polars_expr(output_type_func_with_kwargs = fit_rows_output)]
 fn fit_rows(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
     let kwargs = kwargs.fit()?;
-    let inputs = named(inputs, &kwargs.layout);
+    let inputs = aligned(inputs, &kwargs.layout, Call::Fit)?;
     split(fit::warm_input(&inputs, &kwargs.layout).0, &kwargs.layout)?;
     fit::rows(&inputs, &kwargs)
 }
 
 #[polars_expr(output_type_func_with_kwargs = predict_output)]
 fn predict(inputs: &[Series], kwargs: PredictKwargs) -> PolarsResult<Series> {
-    predict::predict(&named(inputs, &kwargs.layout), &kwargs)
+    predict::predict(&aligned(inputs, &kwargs.layout, Call::Predict)?, &kwargs)
 }
 
 fn crf_checked(fields: &[Field], kw: &crate::kwargs::CrfKwargs) -> PolarsResult<DataType> {
@@ -117,7 +114,7 @@ fn crf_predict_output(fields: &[Field], _kwargs: crate::kwargs::CrfPredictKwargs
 #[polars_expr(output_type_func_with_kwargs = crf_fit_output)]
 fn crf_fit(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
     let kwargs = kwargs.crf()?;
-    let inputs = named(inputs, &kwargs.layout);
+    let inputs = aligned(inputs, &kwargs.layout, Call::Crf)?;
     crate::crf::split(&inputs, &kwargs.layout)?;
     crate::crf::model(&inputs, &kwargs)
 }
@@ -125,12 +122,12 @@ fn crf_fit(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
 #[polars_expr(output_type_func_with_kwargs = crf_fit_rows_output)]
 fn crf_fit_rows(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
     let kwargs = kwargs.crf()?;
-    let inputs = named(inputs, &kwargs.layout);
+    let inputs = aligned(inputs, &kwargs.layout, Call::Crf)?;
     crate::crf::split(&inputs, &kwargs.layout)?;
     crate::crf::rows(&inputs, &kwargs)
 }
 
 #[polars_expr(output_type_func_with_kwargs = crf_predict_output)]
 fn crf_predict(inputs: &[Series], kwargs: crate::kwargs::CrfPredictKwargs) -> PolarsResult<Series> {
-    crate::crf::predict(&named(inputs, &kwargs.layout), &kwargs)
+    crate::crf::predict(&aligned(inputs, &kwargs.layout, Call::CrfPredict)?, &kwargs)
 }

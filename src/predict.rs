@@ -178,7 +178,7 @@ fn decisions<D: Rows>(x: &D, m: &Models, name: &str) -> PolarsResult<Vec<Option<
 
 /// Softmax of class scores: the multinomial model's class probabilities.
 fn softmax(scores: &[f64]) -> Vec<f64> {
-    let lse = sdca_core::loss::multiclass::log_sum_exp(scores);
+    let lse = sdca_core::math::log_sum_exp(scores);
     scores.iter().map(|s| (s - lse).exp()).collect()
 }
 

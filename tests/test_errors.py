@@ -192,7 +192,15 @@ DATA_CASES: list[Case] = [
         lambda: BASE.with_columns(sp=pl.lit([{"index": 1, "v": 1.0}])),
         lambda: ps.fit("y", "sp"),
         ComputeError,
-        "sparse features must be List(Struct{index: integer, value: float})",
+        "sparse features must be List(Struct{index: integer, value: number}), "
+        "got List(Struct{index: i64, v: f64})",
+    ),
+    (
+        "float sparse index",
+        lambda: BASE.with_columns(sp=pl.lit([{"index": 1.0, "value": 1.0}])),
+        lambda: ps.fit("y", "sp"),
+        ComputeError,
+        "got List(Struct{index: f64, value: f64})",
     ),
     (
         "empty frame",

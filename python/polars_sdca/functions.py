@@ -405,8 +405,10 @@ def fit_groups(
     if not keys:
         msg = "by is empty; pass at least one key column"
         raise ValueError(msg)
-    packed = _pack(layout, kwargs, _internal.check_fit_kwargs)
     group_id = pl.struct(keys).rank("dense").alias("__sdca_group")
+    # Inside group_by().agg the inputs arrive unnamed: the keys' names label the output fields.
+    layout["names"] = [*layout["names"], _name(group_id), *(_name(k) for k in keys)]
+    packed = _pack(layout, kwargs, _internal.check_fit_kwargs)
     return register_plugin_function(
         plugin_path=_LIB,
         function_name="fit_groups",
@@ -588,7 +590,8 @@ class _SequenceOrder:
         return arg, f"{_name(self.sequence)} (sorted by order_by {_name(self.order)})"
 
     def sort(self, expr: pl.Expr) -> pl.Expr:
-        if self.order is None:
+        # A literal is one value, broadcast by the plugin: there is nothing to sort.
+        if self.order is None or expr.meta.is_literal(allow_aliasing=True):
             return expr
         return expr.sort_by([self.sequence, self.order], maintain_order=True)
 

@@ -13,6 +13,7 @@ pub mod crf;
 pub mod data;
 pub mod error;
 pub mod loss;
+pub mod math;
 pub mod reg;
 pub mod sampling;
 pub mod solver;

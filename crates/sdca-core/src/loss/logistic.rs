@@ -7,6 +7,7 @@
 //! Newton (bisection fallback) converges in a handful of iterations with no boundary trouble.
 
 use super::Loss;
+use crate::math::xlogx;
 
 /// `phi(m) = log(1 + exp(-m))`; dual `b = alpha y in [0, 1]`,
 /// `phi*(-alpha) = b ln b + (1 - b) ln(1 - b)` with `0 ln 0 = 0`.
@@ -32,15 +33,6 @@ fn softplus(x: f64) -> f64 {
         x + (-x).exp().ln_1p()
     } else {
         x.exp().ln_1p()
-    }
-}
-
-#[inline]
-fn xlogx(x: f64) -> f64 {
-    if x > 0.0 {
-        x * x.ln()
-    } else {
-        0.0
     }
 }
 

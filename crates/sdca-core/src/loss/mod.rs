@@ -185,6 +185,71 @@ impl<L: Loss> BlockLoss for L {
     }
 }
 
+/// Calls `$body` with `$l` bound to the concrete scalar loss of `$kind` (one monomorphised copy
+/// each), or evaluates `$multiclass` for a multiclass loss. With [`with_loss`] the one place
+/// where a loss name becomes a type: the solvers that take scalar losses only (Pdprox) use this
+/// one directly.
+macro_rules! with_scalar_loss {
+    ($kind:expr, |$l:ident| $body:expr, multiclass => $multiclass:expr) => {
+        match $kind {
+            $crate::loss::LossKind::Hinge => {
+                let $l = $crate::loss::Hinge;
+                $body
+            }
+            $crate::loss::LossKind::SmoothHinge { smoothing } => {
+                let $l = $crate::loss::SmoothHinge { smoothing };
+                $body
+            }
+            $crate::loss::LossKind::SquaredHinge => {
+                let $l = $crate::loss::SquaredHinge;
+                $body
+            }
+            $crate::loss::LossKind::Logistic => {
+                let $l = $crate::loss::Logistic;
+                $body
+            }
+            $crate::loss::LossKind::Squared => {
+                let $l = $crate::loss::Squared;
+                $body
+            }
+            $crate::loss::LossKind::Absolute => {
+                let $l = $crate::loss::Absolute;
+                $body
+            }
+            $crate::loss::LossKind::EpsilonInsensitive { epsilon } => {
+                let $l = $crate::loss::EpsilonInsensitive { epsilon };
+                $body
+            }
+            $crate::loss::LossKind::Quantile { quantile } => {
+                let $l = $crate::loss::Quantile { quantile };
+                $body
+            }
+            $crate::loss::LossKind::MulticlassHinge { .. } | $crate::loss::LossKind::Multinomial => {
+                $multiclass
+            }
+        }
+    };
+}
+pub(crate) use with_scalar_loss;
+
+/// Calls `$body` with `$l` bound to the concrete loss of `$kind` as a [`BlockLoss`] (one
+/// monomorphised copy each); `$k` is the number of classes of a multiclass loss.
+macro_rules! with_loss {
+    ($kind:expr, $k:expr, |$l:ident| $body:expr) => {
+        $crate::loss::with_scalar_loss!($kind, |$l| $body, multiclass => match $kind {
+            $crate::loss::LossKind::MulticlassHinge { smoothing } => {
+                let $l = $crate::loss::MulticlassHinge { k: $k, smoothing };
+                $body
+            }
+            _ => {
+                let $l = $crate::loss::Multinomial { k: $k };
+                $body
+            }
+        })
+    };
+}
+pub(crate) use with_loss;
+
 /// The loss chosen by name, with its parameters (checked in [`crate::config`]).
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub enum LossKind {
@@ -240,19 +305,7 @@ impl LossKind {
 
     /// The user-facing name.
     pub fn name(&self) -> &'static str {
-        match self {
-            Self::Hinge => Hinge::NAME,
-            Self::SmoothHinge { .. } => SmoothHinge::NAME,
-            Self::SquaredHinge => SquaredHinge::NAME,
-            Self::Logistic => Logistic::NAME,
-            Self::Squared => Squared::NAME,
-            Self::Absolute => Absolute::NAME,
-            Self::EpsilonInsensitive { .. } => EpsilonInsensitive::NAME,
-            Self::Quantile { .. } => Quantile::NAME,
-            Self::MulticlassHinge { smoothing } if *smoothing > 0.0 => MulticlassHinge::SMOOTH_NAME,
-            Self::MulticlassHinge { .. } => MulticlassHinge::NAME,
-            Self::Multinomial => Multinomial::NAME,
-        }
+        with_loss!(*self, 2, |l| BlockLoss::name(&l))
     }
 
     /// Whether labels are classes with one score vector of `k` classes per row.
@@ -262,18 +315,7 @@ impl LossKind {
 
     /// `gamma` of the loss: `phi` is `(1/gamma)`-smooth; `0` when it is not smooth.
     pub fn smoothness(&self) -> f64 {
-        match *self {
-            Self::Hinge => Loss::smoothness(&Hinge),
-            Self::SmoothHinge { smoothing } => Loss::smoothness(&SmoothHinge { smoothing }),
-            Self::SquaredHinge => Loss::smoothness(&SquaredHinge),
-            Self::Logistic => Loss::smoothness(&Logistic),
-            Self::Squared => Loss::smoothness(&Squared),
-            Self::Absolute => Loss::smoothness(&Absolute),
-            Self::EpsilonInsensitive { epsilon } => Loss::smoothness(&EpsilonInsensitive { epsilon }),
-            Self::Quantile { quantile } => Loss::smoothness(&Quantile { quantile }),
-            Self::MulticlassHinge { smoothing } => smoothing,
-            Self::Multinomial => Multinomial { k: 2 }.smoothness(),
-        }
+        with_loss!(*self, 2, |l| BlockLoss::smoothness(&l))
     }
 
     /// Whether the loss is a maximum of linear functions over a box of duals, so
@@ -331,17 +373,8 @@ pub(crate) mod testing {
     use super::Loss;
 
     /// Golden-section maximum of a concave `f` on `[lo, hi]`.
-    pub fn argmax(f: impl Fn(f64) -> f64, mut lo: f64, mut hi: f64) -> f64 {
-        let r = (5f64.sqrt() - 1.0) / 2.0;
-        for _ in 0..200 {
-            let m1 = hi - r * (hi - lo);
-            let m2 = lo + r * (hi - lo);
-            if f(m1) < f(m2) {
-                lo = m1;
-            } else {
-                hi = m2;
-            }
-        }
+    pub fn argmax(f: impl Fn(f64) -> f64, lo: f64, hi: f64) -> f64 {
+        let (lo, hi) = crate::math::golden_section(lo, hi, 300, f);
         0.5 * (lo + hi)
     }
 

@@ -19,7 +19,7 @@
 //! and `C = q / (gamma + q)`, the new `beta` minimises `||beta - mu||^2 + C ||beta||_1^2` over
 //! `beta >= 0`, `||beta||_1 <= 1`. The paper sorts; we use the equivalent threshold form
 //! `beta = max(mu - tau, 0)`: stationarity in `z = ||beta||_1` gives `tau = C z`, a monotone
-//! 1-D equation solved exactly by support iteration ([`threshold`]), and when its `z` exceeds 1
+//! 1-D equation solved exactly by support iteration (`threshold`), and when its `z` exceeds 1
 //! the cap is active and `tau` is the simplex projection's threshold. This avoids the printed
 //! `OptimizeDual`'s off-by-one (the note's erratum) and any scratch buffer.
 //!
@@ -34,6 +34,7 @@
 //! at most `1/2`), so `gamma = 2`.
 
 use super::BlockLoss;
+use crate::math::{log_sum_exp, xlogx};
 
 /// Largest `tau >= 0` with `tau = c sum_j max(u_j - tau, 0)` (`cap = None`), or with
 /// `sum_j max(u_j - tau, 0) = cap` (`cap = Some(z)`, `sum_j max(u_j, 0) > z`), over the `k`
@@ -237,15 +238,6 @@ impl Multinomial {
     pub const NAME: &'static str = "multinomial";
 }
 
-/// `log sum_j exp(v_j)`, stable.
-pub fn log_sum_exp(v: &[f64]) -> f64 {
-    let m = v.iter().fold(f64::NEG_INFINITY, |m, &x| m.max(x));
-    if !m.is_finite() {
-        return m;
-    }
-    m + v.iter().map(|&x| (x - m).exp()).sum::<f64>().ln()
-}
-
 /// `p` with `ln p + q p = t`: Newton in `u = ln p` on the convex increasing
 /// `f(u) = u + q e^u - t`, from `u0 = min(t, ln(t / q))` (or `t` when `t <= 0`) where `f >= 0`,
 /// so the iterates decrease monotonically to the root.
@@ -260,15 +252,6 @@ fn solve_lnp(t: f64, q: f64) -> f64 {
         }
     }
     u.exp()
-}
-
-#[inline]
-fn xlogx(x: f64) -> f64 {
-    if x > 0.0 {
-        x * x.ln()
-    } else {
-        0.0
-    }
 }
 
 impl BlockLoss for Multinomial {

@@ -36,17 +36,13 @@
 //! outer bound is computed whenever `check_every` epochs have passed since the last check.
 //! Intercept: its slot of `w`, `y` and `z` is penalised by `l2` and `kappa` only, never by `l1`.
 
-use rand_xoshiro::Xoshiro256PlusPlus;
-
-use super::sdca::{Eval, State};
-use super::{
-    drive, mean_loss, Budget, Certificate, Clock, Coordinate, End, Judge, Outcome, Problem, Start, Status,
-    Verdict,
-};
-use crate::config::{FitConfig, Sampling};
+use super::sdca::{self, Eval, Objective, State};
+use super::{drive, Budget, Certificate, Context, Coordinate, End, Outcome, Start, Status, Verdict};
+use crate::config::{Sampling, SolverKind};
 use crate::data::Rows;
 use crate::loss::BlockLoss;
-use crate::reg::Reg;
+use crate::math::dist_sq;
+use crate::reg::{ElasticNet, Reg, L2};
 
 /// The constants of Figure 2.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -80,7 +76,6 @@ impl Params {
     }
 }
 
-/// `sum_j (a_j - b_j)^2`.
 /// The best certified point of a run so far.
 struct Best {
     w: Vec<f64>,
@@ -90,29 +85,32 @@ struct Best {
     bound: f64,
 }
 
-fn dist_sq(a: &[f64], b: &[f64]) -> f64 {
-    a.iter().zip(b).map(|(x, y)| (x - y) * (x - y)).sum()
+/// Accelerated Prox-SDCA on the problem solved (`ctx.l2`) from `start`, with the inner link
+/// soft-thresholding at `l1 / (l2 + kappa)` when `l1 > 0`.
+pub(crate) fn run<D: Rows, L: BlockLoss>(
+    ctx: &mut Context<'_, '_, D, L>,
+    acc: &Params,
+    start: Start,
+) -> Outcome {
+    let l1 = ctx.cfg.l1;
+    if l1 > 0.0 {
+        run_linked(ctx, ElasticNet { threshold: l1 / (ctx.l2 + acc.kappa) }, acc, start)
+    } else {
+        run_linked(ctx, L2, acc, start)
+    }
 }
 
-/// Accelerated Prox-SDCA on the problem with weight `l2` (the fit's `l2_used`) from `start`.
-/// `reg` is the inner link: soft-thresholding at `l1 / (l2 + kappa)`, or the identity.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn run<D: Rows, L: BlockLoss, R: Reg>(
-    problem: &Problem<'_, D>,
-    loss: L,
+fn run_linked<D: Rows, L: BlockLoss, R: Reg>(
+    ctx: &mut Context<'_, '_, D, L>,
     reg: R,
     acc: &Params,
-    l2: f64,
-    row_sq: &[f64],
     start: Start,
-    cfg: &FitConfig,
-    judge: &mut Judge<'_, '_, D, L>,
-    clock: &mut Clock,
-    rng: &mut Xoshiro256PlusPlus,
 ) -> Outcome {
+    let (problem, loss, cfg, l2) = (ctx.problem, ctx.loss, ctx.cfg, ctx.l2);
     let (n, dk) = (problem.n(), problem.x.n_cols() * loss.k());
     let (nf, l1, bias) = (n as f64, cfg.l1, cfg.intercept_scaling);
     let inner_l2 = l2 + acc.kappa;
+    let (judge, clock, rng) = (&mut ctx.judge, &mut ctx.clock, &mut ctx.rng);
     let ratio = acc.ratio();
     // Primal and dual of the original problem (weight l2) at the state's duals and at `w`, from
     // an evaluation `e` made at `w`.
@@ -125,13 +123,16 @@ pub(crate) fn run<D: Rows, L: BlockLoss, R: Reg>(
     let Start { w: w_start, alpha } = start;
     // The inner problem's shift z = (kappa / l2~) y, unscaled: z l2~ n = kappa n y.
     let mut shift: Vec<f64> = w_start.iter().map(|v| acc.kappa * nf * v).collect();
-    let mut state = State::new(problem, loss, reg, inner_l2, l1, bias, row_sq, alpha, shift.clone());
+    let objective = Objective { l2: inner_l2, l1, bias };
+    let mut state = State::new(problem, loss, reg, objective, &ctx.row_sq, alpha);
+    state.set_shift(&shift);
+    state.refresh_w();
     if cfg.sampling == Sampling::Gap {
         state = state.sample_by_gaps();
     }
 
     // xi_1 = (1 + rho/mu) (P(w_1) - D(alpha_1)).
-    let loss_at_start = mean_loss(problem, loss, bias, &w_start);
+    let loss_at_start = problem.mean_loss(loss, bias, &w_start);
     let e0 = state.evaluate();
     let (p1, d1) = original(&state, &Eval { loss: loss_at_start, ..e0 }, &w_start);
     let mut xi = ratio * (p1 - d1).max(0.0);
@@ -245,6 +246,57 @@ pub(crate) fn run<D: Rows, L: BlockLoss, R: Reg>(
         solver: "accelerated",
         outer_iterations: outer,
     }
+}
+
+/// Whether the accelerated solver runs: `kind` asks for it (`Auto`: when
+/// `R^2 / (gamma l2) > 10 n`, Figure 2's condition; `Accelerated`: whenever its ridge weight
+/// `kappa = R^2 / (gamma n) - l2` is positive) and the loss is smooth (`gamma > 0`).
+pub(crate) fn chosen(kind: SolverKind, gamma: f64, r2: f64, l2: f64, n: usize) -> bool {
+    if !(gamma > 0.0 && r2 > 0.0) {
+        return false;
+    }
+    let condition = r2 / (gamma * l2);
+    match kind {
+        SolverKind::Sdca | SolverKind::Pdprox | SolverKind::Newton => false,
+        // The shift kappa n w multiplies the squared row norms by n: at extreme feature scales it
+        // overflows, while plain SDCA's updates are scale-free, so auto keeps those on SDCA.
+        SolverKind::Auto => condition > 10.0 * n as f64 && r2 * (n as f64) < 1e150,
+        SolverKind::Accelerated => condition > n as f64,
+    }
+}
+
+/// Re-certifies an accelerated solution on the original problem with plain SDCA from its duals.
+///
+/// At the accelerated fixed point the inner duals are the original problem's optimal duals
+/// (only the regularizer is shifted, the loss part is the same), so plain SDCA started from them
+/// meets `tol` after one pass. Its certificate is the Fenchel-Young form of DESIGN.md section 3,
+/// whose per-row terms (`row_outputs`) average to the reported gap, as for every other fit.
+/// When the budget ran out first, the model returned is `w(alpha)` of those duals with its own
+/// certificate, so the model and its certificate always agree.
+pub(crate) fn certify_plain<D: Rows, L: BlockLoss>(ctx: &mut Context<'_, '_, D, L>, acc: Outcome) -> Outcome {
+    // Kept in case the budget runs out first: the accelerated iterate may then be far better
+    // than `w(alpha)` of its inner duals.
+    let (acc_w, acc_alpha) = (acc.w.clone(), acc.alpha.clone());
+    let start = Start { w: acc.w, alpha: acc.alpha };
+    let plain = sdca::run(ctx, start);
+    let mut gap_trace = acc.gap_trace;
+    gap_trace.extend(plain.gap_trace);
+    // With no budget left for a pass, `plain` only certified the start: judge that certificate.
+    let status = if ctx.judge.met(&plain.certificate) {
+        Status::Converged
+    } else if acc.status == Status::MaxSeconds {
+        Status::MaxSeconds
+    } else {
+        plain.status
+    };
+    let (solver, outer_iterations) = (acc.solver, acc.outer_iterations);
+    if status != Status::Converged && acc.certificate.gap < plain.certificate.gap {
+        // Stopped by the budget with the accelerated iterate certified better: return it (its
+        // row gaps then average to the last inner problem's gap, see `FitResult`).
+        gap_trace.push(acc.certificate.gap);
+        return Outcome { w: acc_w, alpha: acc_alpha, gap_trace, status, ..acc };
+    }
+    Outcome { gap_trace, status, solver, outer_iterations, ..plain }
 }
 
 #[cfg(test)]
@@ -372,5 +424,54 @@ mod budget_tests {
         // No earlier certified point of this fit was better than the one returned.
         let best = r.gap_trace.iter().copied().fold(f64::INFINITY, f64::min);
         assert!(c.gap <= 1.5 * best + 1e-15, "returned {} but {best} was certified", c.gap);
+    }
+}
+
+#[cfg(test)]
+mod rule_tests {
+    use super::*;
+    use crate::config::FitParams;
+    use crate::data::{DenseView, Rows};
+    use crate::solver::testing::toy;
+    use crate::solver::{fit, Problem};
+
+    fn params(loss: &str, l2: f64, l1: f64) -> FitParams {
+        FitParams { loss: loss.into(), l2, l1, tol: 1e-8, max_epochs: 20_000, ..Default::default() }
+    }
+
+    #[test]
+    fn auto_rule_follows_the_condition_number() {
+        // R^2 / (gamma l2) against 10 n (Figure 2's condition).
+        let (auto, acc, plain) = (SolverKind::Auto, SolverKind::Accelerated, SolverKind::Sdca);
+        assert!(chosen(auto, 1.0, 1.0, 1e-4, 900));
+        assert!(!chosen(auto, 1.0, 1.0, 1e-4, 1100));
+        assert!(!chosen(auto, 4.0, 1.0, 1e-4, 300)); // logistic: gamma = 4
+        assert!(!chosen(auto, 0.0, 1.0, 1e-12, 10)); // non-smooth loss
+        assert!(chosen(acc, 1.0, 1.0, 1e-4, 5000)); // kappa > 0
+        assert!(!chosen(acc, 1.0, 1.0, 1e-4, 20_000)); // kappa <= 0: fallback
+        assert!(!chosen(plain, 1.0, 1.0, 1e-12, 10));
+
+        // End to end: n = 200, R^2 = max ||x_i||^2 + 1 (intercept feature), gamma = 1.
+        let (n, d) = (200, 4);
+        let (x, y) = toy(n, d, true, 1);
+        let view = DenseView::new(&x, n, d).unwrap();
+        let r2 = (0..n).map(|i| view.sq_norm(i) + 1.0).fold(0.0, f64::max);
+        let threshold = r2 / (10.0 * n as f64); // l2 where R^2 / l2 = 10 n
+        for (loss, l2, want) in [
+            ("smooth_hinge", 0.5 * threshold, "accelerated"),
+            ("smooth_hinge", 2.0 * threshold, "sdca"),
+            ("logistic", 0.5 * threshold, "sdca"), // gamma = 4 moves the threshold down 4x
+            ("logistic", 0.1 * threshold, "accelerated"),
+            ("hinge", 1e-9, "sdca"),
+        ] {
+            let cfg = FitParams { max_epochs: 3, ..params(loss, l2, 1e-3) }.check().unwrap();
+            let r = fit(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg).unwrap();
+            assert_eq!(r.solver, want, "{loss} l2 = {l2:e}");
+        }
+        // Explicit "accelerated" where kappa <= 0 runs plain Prox-SDCA and says so.
+        let cfg =
+            FitParams { solver: "accelerated".into(), ..params("squared", 10.0 * r2, 0.0) }.check().unwrap();
+        let r = fit(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg).unwrap();
+        assert_eq!((r.solver, r.outer_iterations), ("sdca", 0));
     }
 }

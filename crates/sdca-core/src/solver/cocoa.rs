@@ -22,12 +22,12 @@
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::sdca::State;
+use super::sdca::{Objective, State};
 use super::{drive, Budget, Clock, Coordinate, Problem, Verdict};
 use crate::config::{FitConfig, Sampling};
 use crate::data::Rows;
 use crate::error::{Result, SdcaError};
-use crate::loss::*;
+use crate::loss::{with_loss, BlockLoss};
 use crate::reg::L2;
 
 /// The driver's choices for one round.
@@ -122,10 +122,11 @@ fn round<D: Rows, L: BlockLoss>(
     w: &[f64],
 ) -> LocalRound {
     let (n, bias) = (problem.n(), cfg.intercept_scaling);
-    let row_sq = super::row_sq(problem, bias);
+    let row_sq = problem.row_sq(bias);
     // Scale `1 / (l2_local n)` = `sigma / (l2 n_total)`.
     let l2_local = cfg.l2 * spec.n_total as f64 / (spec.sigma * n as f64);
-    let mut state = State::new(problem, loss, L2, l2_local, 0.0, bias, &row_sq, alpha.to_vec(), Vec::new());
+    let objective = Objective { l2: l2_local, l1: 0.0, bias };
+    let mut state = State::new(problem, loss, L2, objective, &row_sq, alpha.to_vec());
     if cfg.sampling == Sampling::Gap {
         state = state.sample_by_gaps();
     }
@@ -138,7 +139,7 @@ fn round<D: Rows, L: BlockLoss>(
     let mut rng =
         Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ spec.stream.wrapping_mul(0x9E37_79B9_7F4A_7C15));
     // The round's own budget: the fit's `max_epochs` / `max_seconds` count rounds on the driver.
-    let mut clock = Clock { max_epochs: u32::MAX, max_seconds: None, ..Clock::new(cfg) };
+    let mut clock = Clock::unlimited(cfg);
     let budget = Budget { max_epochs: spec.local_epochs, check_every: u32::MAX, check_last: false };
     drive(&mut state, &mut order, budget, cfg.sampling, &mut clock, &mut rng, |_| Verdict::Continue);
     let end = state.dual_point();

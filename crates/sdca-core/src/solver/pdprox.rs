@@ -52,34 +52,28 @@
 use rand::Rng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-use super::{drive, Budget, Certificate, Clock, Coordinate, FitResult, Problem, Status, Verdict};
-use crate::config::{FitConfig, PdproxOutput, PdproxVariant};
+use super::{drive, Budget, Certificate, Context, Coordinate, Judge, Outcome, Problem, Verdict};
+use crate::config::{PdproxOutput, PdproxVariant};
 use crate::data::Rows;
 use crate::error::{Result, SdcaError};
-use crate::loss::{Absolute, EpsilonInsensitive, Hinge, Loss, LossKind, Quantile, Squared};
+use crate::loss::Loss;
 use crate::reg::{ProxPenalty, ProxScratch};
 
 /// Power-iteration steps of the step-size estimate (the note suggests 20-50).
 pub const POWER_STEPS: usize = 30;
 
-/// Fit with Pdprox (`pdprox.txt`, Algorithms 2 and 3; `papers/notes/pdprox.md`, errata in its
-/// sections 2.4 and 6.9).
-///
-/// Inputs: the problem, a checked config with `solver = "pdprox"` (so its loss is one
-/// [`LossKind::pdprox_ready`] accepts), and the feature-major start `w` (length `d + 1`, the
-/// last slot the intercept feature's weight; zero for a cold start, whose duals start at 0, a
-/// warm start's at `dual_of` its scores). Output: a [`FitResult`] whose `coef` is the last or
-/// averaged iterate (`cfg.output`), `alpha` the feasible duals `theta` of the certificate and
-/// `certificate.gap` a certified bound on `P(coef) - P*`; `epochs` counts passes (one `X w` and
-/// one `X^T r` each). Errors: `groups` of the wrong length; [`SdcaError::Internal`] for a loss
-/// the config should have rejected.
-pub fn fit<D: Rows>(
-    problem: &Problem<'_, D>,
-    cfg: &FitConfig,
-    w: Vec<f64>,
-    rng: &mut Xoshiro256PlusPlus,
-) -> Result<FitResult> {
-    let d = problem.x.n_cols();
+/// Pdprox (Algorithms 2 and 3 of Wang, Chen and Yang, "Primal-Dual Prox Method for Non-smooth
+/// Optimization", the note's errata in its sections 2.4 and 6.9) on the problem of `ctx`, whose
+/// checked config has `solver = "pdprox"` (so its loss is one [`crate::loss::LossKind::pdprox_ready`]
+/// accepts), from the feature-major start `w` (length `d + 1`, the last slot the intercept
+/// feature's weight; zero for a cold start, whose duals start at 0, a warm start's at `dual_of`
+/// its scores). The outcome's `w` is the last or averaged iterate (`cfg.output`), its `alpha`
+/// the feasible duals `theta` of the certificate and its gap a certified bound on
+/// `P(coef) - P*`; every pass (one `X w` and one `X^T r`) is an epoch. Errors: `groups` of the
+/// wrong length.
+pub(crate) fn run<D: Rows, L: Loss>(ctx: &mut Context<'_, '_, D, L>, w: Vec<f64>) -> Result<Outcome> {
+    let (problem, loss, cfg) = (ctx.problem, ctx.loss, ctx.cfg);
+    let (n, d) = (problem.n(), problem.x.n_cols());
     if let Some(g) = &cfg.groups {
         if g.of.len() != d {
             return Err(SdcaError::InvalidParameter {
@@ -91,19 +85,70 @@ pub fn fit<D: Rows>(
             });
         }
     }
-    match cfg.loss {
-        LossKind::Hinge => Ok(run(problem, Hinge, cfg, w, rng)),
-        LossKind::Absolute => Ok(run(problem, Absolute, cfg, w, rng)),
-        LossKind::EpsilonInsensitive { epsilon } => {
-            Ok(run(problem, EpsilonInsensitive { epsilon }, cfg, w, rng))
+    let bias = cfg.intercept_scaling;
+    let gamma = 1.0 / (2.0 * coupling_bound(problem, bias, &mut ctx.rng)).sqrt();
+    // Each variant keeps only its own correction buffer (`u`: d + 1, `beta`: n).
+    let primal = cfg.pdprox_variant == PdproxVariant::Primal;
+    let mut s = Pdprox {
+        problem,
+        loss,
+        judge: &ctx.judge,
+        pen: ProxPenalty::new(cfg.l2, cfg.l1, cfg.groups.as_ref()),
+        bias,
+        gamma,
+        variant: cfg.pdprox_variant,
+        output: cfg.output,
+        linear: cfg.loss.has_box_linear_dual(),
+        u: if primal { w.clone() } else { Vec::new() },
+        w,
+        alpha: vec![0.0; n],
+        beta: if primal { Vec::new() } else { vec![0.0; n] },
+        z: vec![0.0; n],
+        z_prev: vec![0.0; n],
+        g_pos: vec![0.0; d + 1],
+        g_neg: vec![0.0; d + 1],
+        g: vec![0.0; d + 1],
+        g_prev: vec![0.0; d + 1],
+        sum_w: vec![0.0; d + 1],
+        sum_z: vec![0.0; n],
+        sum_alpha: vec![0.0; n],
+        sum_g: vec![0.0; d + 1],
+        passes: 0,
+        scratch: ProxScratch::default(),
+        certificate: Certificate { primal: f64::INFINITY, dual: f64::NEG_INFINITY, gap: f64::INFINITY },
+        theta: vec![0.0; n],
+        gap_trace: Vec::new(),
+    };
+    let mut z = std::mem::take(&mut s.z);
+    s.scores(&s.w, &mut z);
+    s.z = z;
+    // A warm start's duals match its scores (Fenchel-Young equality); a cold start's are 0.
+    if s.w.iter().any(|&v| v != 0.0) {
+        for i in (0..n).filter(|&i| problem.weight(i) > 0.0) {
+            s.alpha[i] = loss.dual_of(s.z[i], problem.y[i]);
         }
-        LossKind::Quantile { quantile } => Ok(run(problem, Quantile { quantile }, cfg, w, rng)),
-        LossKind::Squared => Ok(run(problem, Squared, cfg, w, rng)),
-        other => Err(SdcaError::Internal(format!(
-            "pdprox reached with loss {:?}, which the config rejects; please report",
-            other.name()
-        ))),
+        if !primal {
+            s.beta.copy_from_slice(&s.alpha);
+        }
     }
+    s.refresh_gradient();
+    let budget = Budget { max_epochs: cfg.max_epochs, check_every: cfg.check_every, check_last: true };
+    let run = drive(&mut s, &mut [], budget, cfg.sampling, &mut ctx.clock, &mut ctx.rng, |s| s.check());
+    let t = s.passes.max(1) as f64;
+    let w_out: Vec<f64> = match s.output {
+        PdproxOutput::Last => s.w,
+        PdproxOutput::Average => s.sum_w.iter().map(|v| v / t).collect(),
+    };
+    Ok(Outcome {
+        w: w_out,
+        alpha: s.theta,
+        certificate: s.certificate,
+        solved_gap: s.certificate.gap,
+        status: run.status(),
+        gap_trace: s.gap_trace,
+        solver: "pdprox",
+        outer_iterations: 0,
+    })
 }
 
 /// `c >= ||H||^2 = sigma_max(S X~)^2 / n^2`: the power estimate inflated by 2%, capped by the
@@ -149,15 +194,16 @@ struct DualPoint {
 }
 
 /// The solver state of one fit.
-struct Pdprox<'p, 'a, D: Rows, L: Loss> {
+struct Pdprox<'p, 'a, 'j, D: Rows, L: Loss> {
     problem: &'p Problem<'a, D>,
     loss: L,
+    /// The stopping rule (`tol`).
+    judge: &'j Judge<'p, 'a, D, L>,
     pen: ProxPenalty,
     bias: f64,
     gamma: f64,
     variant: PdproxVariant,
     output: PdproxOutput,
-    tol: f64,
     /// Whether `phi*` is linear on rays from 0 in the dual box ([`LossKind::has_box_linear_dual`]).
     linear: bool,
     /// Primal iterate, `d + 1` (last: the intercept feature's weight).
@@ -190,7 +236,7 @@ struct Pdprox<'p, 'a, D: Rows, L: Loss> {
     gap_trace: Vec<f64>,
 }
 
-impl<D: Rows, L: Loss> Pdprox<'_, '_, D, L> {
+impl<D: Rows, L: Loss> Pdprox<'_, '_, '_, D, L> {
     fn n(&self) -> usize {
         self.problem.n()
     }
@@ -298,7 +344,7 @@ impl<D: Rows, L: Loss> Pdprox<'_, '_, D, L> {
                 .into_iter()
                 .fold((0.0, f64::NEG_INFINITY), |b, cv| if cv.1 > b.1 { cv } else { b })
         } else {
-            super::argmax_concave(c_max, 40, |c| at(c, &mut scratch, &self.pen))
+            crate::math::argmax_concave(c_max, 40, |c| at(c, &mut scratch, &self.pen))
                 .unwrap_or((0.0, f64::NEG_INFINITY))
         };
         self.scratch = scratch;
@@ -348,8 +394,7 @@ impl<D: Rows, L: Loss> Pdprox<'_, '_, D, L> {
         let gap = (primal - best.value).max(0.0);
         self.certificate = Certificate { primal, dual: primal - gap, gap };
         self.gap_trace.push(gap);
-        let met = gap.is_finite() && gap <= self.tol * primal.max(f64::MIN_POSITIVE);
-        if met {
+        if self.judge.met(&self.certificate) {
             Verdict::Stop
         } else {
             Verdict::Continue
@@ -366,7 +411,7 @@ impl<D: Rows, L: Loss> Pdprox<'_, '_, D, L> {
     }
 }
 
-impl<D: Rows, L: Loss> Coordinate for Pdprox<'_, '_, D, L> {
+impl<D: Rows, L: Loss> Coordinate for Pdprox<'_, '_, '_, D, L> {
     /// A Pdprox pass is a deterministic full iteration: there is no coordinate order to sample.
     fn active(&self) -> &[u32] {
         &[]
@@ -406,91 +451,14 @@ impl<D: Rows, L: Loss> Coordinate for Pdprox<'_, '_, D, L> {
     }
 }
 
-fn run<D: Rows, L: Loss>(
-    problem: &Problem<'_, D>,
-    loss: L,
-    cfg: &FitConfig,
-    w: Vec<f64>,
-    rng: &mut Xoshiro256PlusPlus,
-) -> FitResult {
-    let (n, d) = (problem.n(), problem.x.n_cols());
-    let bias = cfg.intercept_scaling;
-    let gamma = 1.0 / (2.0 * coupling_bound(problem, bias, rng)).sqrt();
-    // Each variant keeps only its own correction buffer (`u`: d + 1, `beta`: n).
-    let primal = cfg.pdprox_variant == PdproxVariant::Primal;
-    let mut s = Pdprox {
-        problem,
-        loss,
-        pen: ProxPenalty::new(cfg.l2, cfg.l1, cfg.groups.as_ref()),
-        bias,
-        gamma,
-        variant: cfg.pdprox_variant,
-        output: cfg.output,
-        tol: cfg.tol,
-        linear: cfg.loss.has_box_linear_dual(),
-        u: if primal { w.clone() } else { Vec::new() },
-        w,
-        alpha: vec![0.0; n],
-        beta: if primal { Vec::new() } else { vec![0.0; n] },
-        z: vec![0.0; n],
-        z_prev: vec![0.0; n],
-        g_pos: vec![0.0; d + 1],
-        g_neg: vec![0.0; d + 1],
-        g: vec![0.0; d + 1],
-        g_prev: vec![0.0; d + 1],
-        sum_w: vec![0.0; d + 1],
-        sum_z: vec![0.0; n],
-        sum_alpha: vec![0.0; n],
-        sum_g: vec![0.0; d + 1],
-        passes: 0,
-        scratch: ProxScratch::default(),
-        certificate: Certificate { primal: f64::INFINITY, dual: f64::NEG_INFINITY, gap: f64::INFINITY },
-        theta: vec![0.0; n],
-        gap_trace: Vec::new(),
-    };
-    let mut z = std::mem::take(&mut s.z);
-    s.scores(&s.w, &mut z);
-    s.z = z;
-    // A warm start's duals match its scores (Fenchel-Young equality); a cold start's are 0.
-    if s.w.iter().any(|&v| v != 0.0) {
-        for i in (0..n).filter(|&i| problem.weight(i) > 0.0) {
-            s.alpha[i] = loss.dual_of(s.z[i], problem.y[i]);
-        }
-        if !primal {
-            s.beta.copy_from_slice(&s.alpha);
-        }
-    }
-    s.refresh_gradient();
-    let mut clock = Clock::new(cfg);
-    let budget = Budget { max_epochs: cfg.max_epochs, check_every: cfg.check_every, check_last: true };
-    let run = drive(&mut s, &mut [], budget, cfg.sampling, &mut clock, rng, |s| s.check());
-    let t = s.passes.max(1) as f64;
-    let w_out: Vec<f64> = match s.output {
-        PdproxOutput::Last => s.w,
-        PdproxOutput::Average => s.sum_w.iter().map(|v| v / t).collect(),
-    };
-    FitResult {
-        coef: w_out[..d].to_vec(),
-        intercept: vec![bias * w_out[d]],
-        alpha: s.theta,
-        n_outputs: 1,
-        certificate: s.certificate,
-        epochs: clock.epochs,
-        status: if clock.interrupted { Status::Interrupted } else { run.status() },
-        gap_trace: s.gap_trace,
-        solver: "pdprox",
-        l2_used: cfg.l2,
-        solved_gap: s.certificate.gap,
-        outer_iterations: 0,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::config::FitParams;
     use crate::data::DenseView;
+    use crate::loss::{with_scalar_loss, LossKind};
     use crate::solver::testing::toy;
+    use crate::solver::{FitResult, Status};
 
     /// `P(v)` with an L1 penalty (no L2) at `v = (w, w_bias)`, sample weights `s`.
     #[allow(clippy::too_many_arguments)]
@@ -505,13 +473,7 @@ mod tests {
         v: &[f64],
     ) -> f64 {
         let n = y.len();
-        let phi = |a: f64, y: f64| match loss {
-            LossKind::Hinge => Loss::value(&Hinge, a, y),
-            LossKind::Absolute => Loss::value(&Absolute, a, y),
-            LossKind::EpsilonInsensitive { epsilon } => Loss::value(&EpsilonInsensitive { epsilon }, a, y),
-            LossKind::Quantile { quantile } => Loss::value(&Quantile { quantile }, a, y),
-            _ => unreachable!("box-linear losses only"),
-        };
+        let phi = |a: f64, y: f64| with_scalar_loss!(loss, |l| Loss::value(&l, a, y), multiclass => f64::NAN);
         let b = if bias > 0.0 { bias * v[d] } else { 0.0 };
         let loss_sum: f64 =
             (0..n).map(|i| s[i] * phi((0..d).map(|j| x[i * d + j] * v[j]).sum::<f64>() + b, y[i])).sum();

@@ -23,15 +23,23 @@
 //! set to its optimum `-phi'(score)` once and never sampled; `v` is rebuilt from `alpha` at
 //! every certificate to remove rounding drift.
 
-use rand_xoshiro::Xoshiro256PlusPlus;
-
 use super::shrink::{self, Shrinking};
-use super::{drive, Budget, Clock, Coordinate, Judge, Outcome, Problem, Start, Verdict};
-use crate::config::{FitConfig, Sampling, GAP_NON_UNIFORM};
+use super::{drive, Budget, Context, Coordinate, Judge, Outcome, Problem, Start, Verdict};
+use crate::config::{Sampling, GAP_NON_UNIFORM};
 use crate::data::Rows;
 use crate::loss::BlockLoss;
-use crate::reg::{soft_threshold, Reg};
+use crate::reg::{soft_threshold, ElasticNet, Reg, L2};
 use crate::sampling::GapSampler;
+
+/// The scalars of a state's problem: the weight `l2` of `||w||^2 / 2` (`l2_used`, the inner
+/// `lambda~` of an accelerated solve, or a CoCoA+ partition's), the `l1` weight and the value
+/// `bias` of the constant feature that carries the intercept (0 without one).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Objective {
+    pub l2: f64,
+    pub l1: f64,
+    pub bias: f64,
+}
 
 /// Means over the rows of one read-only pass at the current `w` (weighted by `s_i`).
 #[derive(Debug, Clone, Copy, Default)]
@@ -93,21 +101,18 @@ struct RowGaps {
 }
 
 impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
-    /// A state for the problem with weight `l2` on `||w||^2 / 2`, link `reg`, starting from the
-    /// duals `alpha` (feasible; rows with `row_sq[i] = 0` keep theirs) and the unscaled `shift`
-    /// (empty for none). `row_sq[i] = s_i (||x_i||^2 + bias^2)`.
-    #[allow(clippy::too_many_arguments)]
+    /// A state for the problem `objective`, link `reg`, starting from the duals `alpha`
+    /// (feasible; rows with `row_sq[i] = 0` keep theirs), without a shift
+    /// ([`State::set_shift`] adds one). `row_sq[i] = s_i (||x_i||^2 + bias^2)`.
     pub fn new(
         problem: &'p Problem<'a, D>,
         loss: L,
         reg: R,
-        l2: f64,
-        l1: f64,
-        bias: f64,
+        objective: Objective,
         row_sq: &[f64],
         alpha: Vec<f64>,
-        shift: Vec<f64>,
     ) -> Self {
+        let Objective { l2, l1, bias } = objective;
         let (n, d, k) = (problem.n(), problem.x.n_cols(), loss.k());
         let scale = 1.0 / (l2 * n as f64);
         let q: Vec<f64> = row_sq.iter().map(|r| r * scale).collect();
@@ -123,7 +128,7 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
             k,
             alpha,
             v: vec![0.0; (d + 1) * k],
-            shift,
+            shift: Vec::new(),
             q,
             active,
             w: vec![0.0; (d + 1) * k],
@@ -392,23 +397,25 @@ fn certify<D: Rows, L: BlockLoss, R: Reg>(
     (judge.original(&st.w, &st.alpha, primal, e.gap), e.gap)
 }
 
-/// Plain (Prox-)SDCA on the problem with weight `l2` (the `l2_used` of the fit) and link
-/// `reg`, from the duals of `start`, until `judge` accepts the certificate or the budget ends.
-#[allow(clippy::too_many_arguments)]
-pub(crate) fn run<D: Rows, L: BlockLoss, R: Reg>(
-    problem: &Problem<'_, D>,
-    loss: L,
+/// Plain (Prox-)SDCA on the problem solved (`ctx.l2`, with the soft-thresholding link when
+/// `l1 > 0`) from the duals of `start`, until the judge accepts the certificate or the budget
+/// ends.
+pub(crate) fn run<D: Rows, L: BlockLoss>(ctx: &mut Context<'_, '_, D, L>, start: Start) -> Outcome {
+    if ctx.cfg.l1 > 0.0 {
+        run_linked(ctx, ElasticNet { threshold: ctx.cfg.l1 / ctx.l2 }, start)
+    } else {
+        run_linked(ctx, L2, start)
+    }
+}
+
+fn run_linked<D: Rows, L: BlockLoss, R: Reg>(
+    ctx: &mut Context<'_, '_, D, L>,
     reg: R,
-    l2: f64,
-    row_sq: &[f64],
     start: Start,
-    cfg: &FitConfig,
-    judge: &mut Judge<'_, '_, D, L>,
-    clock: &mut Clock,
-    rng: &mut Xoshiro256PlusPlus,
 ) -> Outcome {
-    let bias = cfg.intercept_scaling;
-    let mut state = State::new(problem, loss, reg, l2, cfg.l1, bias, row_sq, start.alpha, Vec::new());
+    let cfg = ctx.cfg;
+    let objective = Objective { l2: ctx.l2, l1: cfg.l1, bias: ctx.bias() };
+    let mut state = State::new(ctx.problem, ctx.loss, reg, objective, &ctx.row_sq, start.alpha);
     if cfg.sampling == Sampling::Gap {
         state = state.sample_by_gaps();
     }
@@ -419,7 +426,8 @@ pub(crate) fn run<D: Rows, L: BlockLoss, R: Reg>(
     let mut gap_trace = Vec::new();
     let mut last = None;
     let budget = Budget { max_epochs: u32::MAX, check_every: cfg.check_every, check_last: true };
-    let run = drive(&mut state, &mut order, budget, cfg.sampling, clock, rng, |st| {
+    let judge = &mut ctx.judge;
+    let run = drive(&mut state, &mut order, budget, cfg.sampling, &mut ctx.clock, &mut ctx.rng, |st| {
         let (c, solved_gap) = certify(st, judge);
         gap_trace.push(c.gap);
         last = Some((c, solved_gap));
@@ -433,7 +441,7 @@ pub(crate) fn run<D: Rows, L: BlockLoss, R: Reg>(
         }
     });
     // No epoch could run (exhausted budget): certify the start.
-    let (certificate, solved_gap) = last.unwrap_or_else(|| certify(&mut state, judge));
+    let (certificate, solved_gap) = last.unwrap_or_else(|| certify(&mut state, &mut ctx.judge));
     Outcome {
         w: state.w,
         alpha: state.alpha,

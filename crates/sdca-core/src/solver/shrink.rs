@@ -149,7 +149,7 @@ mod tests {
     use crate::data::DenseView;
     use crate::loss::Hinge;
     use crate::reg::L2;
-    use crate::solver::sdca::State;
+    use crate::solver::sdca::{Objective, State};
     use crate::solver::testing::toy;
     use crate::solver::{fit, row_outputs, Coordinate, FitResult, Problem, Status};
 
@@ -242,7 +242,8 @@ mod tests {
         let view = DenseView::new(&x, n, d).unwrap();
         let p = Problem::new(&view, &y, None, crate::loss::LossKind::Hinge).unwrap();
         let row_sq: Vec<f64> = (0..n).map(|i| x[i * d..(i + 1) * d].iter().map(|v| v * v).sum()).collect();
-        let mut st = State::new(&p, Hinge, L2, l2, 0.0, 0.0, &row_sq, vec![0.0; n], Vec::new()).shrinking();
+        let mut st = State::new(&p, Hinge, L2, Objective { l2, l1: 0.0, bias: 0.0 }, &row_sq, vec![0.0; n])
+            .shrinking();
         let mut order: Vec<u32> = (0..n as u32).collect();
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
         let mut kept = n;

@@ -1,0 +1,252 @@
+//! The epoch driver, the fit-wide budget and the stopping rule, shared by every solver.
+//!
+//! Like argmin's executor, [`drive`] owns the loop: it draws the coordinate order of each epoch
+//! (uniform with replacement, a fresh permutation, or proportional to the rows' gaps, from a
+//! seeded RNG), calls a check every `check_every` epochs (and at the end of its budget), and
+//! stops when the check says so, on `max_epochs` or on `max_seconds`. A solver only supplies one
+//! pass of coordinate updates ([`Coordinate`]); the plain solver, the inner solves of the
+//! accelerated one, a CoCoA+ round and Pdprox's full passes run under the same driver.
+//!
+//! With `shrinking` (the default), a plain SDCA pass over a permutation leaves out the rows
+//! whose box-constrained dual is settled at a bound (liblinear's shrinking, `super::shrink`):
+//! `drive` keeps them at the tail of the order and brings them back, and checks, when the solver
+//! reports that the rows kept look solved ([`Coordinate::settled`]).
+//!
+//! [`Judge`] is the stopping rule: it turns a certified statement about the problem solved into
+//! the original problem's certificate and says whether it meets `tol`.
+
+use std::time::Instant;
+
+use rand::seq::SliceRandom;
+use rand::Rng;
+use rand_xoshiro::Xoshiro256PlusPlus;
+
+use super::lasso::Reduction;
+use super::{Certificate, Status};
+use crate::config::{FitConfig, Interrupt, Sampling};
+use crate::data::Rows;
+use crate::loss::BlockLoss;
+use crate::sampling::GapSampler;
+
+/// One solver's contribution to the loop: a pass of coordinate updates.
+pub(crate) trait Coordinate {
+    /// Rows that take part in sampling (others have fixed duals).
+    fn active(&self) -> &[u32];
+    /// The stored row gaps, indexed by position in [`Coordinate::active`], under gap sampling.
+    fn gaps(&self) -> Option<&GapSampler> {
+        None
+    }
+    /// Update the coordinates in `order`. A solver that shrinks ([`shrink`]) moves the rows it
+    /// drops to the end of `order` and returns how many it kept; the others return
+    /// `order.len()`.
+    fn pass(&mut self, order: &mut [u32]) -> usize;
+    /// For a solver that shrinks, after each pass: whether the rows kept met their gap target,
+    /// so that every row is active again and the certificate is due now. `None` for the
+    /// others, whose checks follow `check_every`.
+    fn settled(&mut self) -> Option<bool> {
+        None
+    }
+}
+
+/// The fit-wide epoch and time budget, shared by every [`drive`] call of one fit.
+///
+/// An interrupt counts as running out of time (every solver already stops cleanly then);
+/// [`Clock::interrupted`] tells the two apart for the status.
+pub(crate) struct Clock {
+    start: Instant,
+    max_seconds: Option<f64>,
+    max_epochs: u32,
+    interrupt: Option<Interrupt>,
+    /// Whether the interrupt check said stop.
+    pub interrupted: bool,
+    /// Passes made so far, in full-pass equivalents rounded up (see [`Clock::add_pass`]).
+    pub epochs: u32,
+    /// Full-pass equivalents made so far.
+    work: f64,
+}
+
+impl Clock {
+    pub fn new(cfg: &FitConfig) -> Self {
+        Self {
+            start: Instant::now(),
+            max_seconds: cfg.max_seconds,
+            max_epochs: cfg.max_epochs,
+            interrupt: cfg.interrupt,
+            interrupted: false,
+            epochs: 0,
+            work: 0.0,
+        }
+    }
+    /// A clock with the fit's interrupt check but no epoch or time limit: a CoCoA+ round, whose
+    /// budget the driver of the rounds keeps.
+    pub fn unlimited(cfg: &FitConfig) -> Self {
+        Self { max_epochs: u32::MAX, max_seconds: None, ..Self::new(cfg) }
+    }
+    /// Counts a pass that visited `share` of the rows (1 for a full pass; less when shrinking
+    /// left rows out, so that the epoch budget measures work, as the user reads it).
+    /// The count is rounded up but never above `max_epochs` (a last partial pass can start just
+    /// below the budget).
+    pub fn add_pass(&mut self, share: f64) {
+        self.work += share;
+        self.epochs = (self.work.ceil().min(u32::MAX as f64) as u32).min(self.max_epochs);
+    }
+    pub fn remaining(&self) -> u32 {
+        self.max_epochs.saturating_sub(self.epochs)
+    }
+    pub fn out_of_time(&mut self) -> bool {
+        self.interrupted = self.interrupted || self.interrupt.is_some_and(|i| i.requested());
+        self.interrupted || self.max_seconds.is_some_and(|s| self.start.elapsed().as_secs_f64() >= s)
+    }
+}
+
+/// Limits of one [`drive`] call (capped by the [`Clock`]).
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Budget {
+    /// Passes allowed in this call.
+    pub max_epochs: u32,
+    /// Check after every this many passes of this call.
+    pub check_every: u32,
+    /// Also check after the last pass of this call.
+    pub check_last: bool,
+}
+
+/// What a check decides.
+pub(crate) enum Verdict {
+    Continue,
+    /// The check's target is met: stop this call.
+    Stop,
+}
+
+/// Why a [`drive`] call ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum End {
+    /// A check returned [`Verdict::Stop`].
+    Stopped,
+    /// The call's (or the fit's) epoch budget ran out.
+    Epochs,
+    /// `max_seconds` ran out.
+    Seconds,
+}
+
+/// How a [`drive`] call ended.
+pub(crate) struct Run {
+    pub end: End,
+    /// Passes made in this call.
+    pub epochs: u32,
+    /// Full-pass equivalents made in this call ([`Clock::add_pass`]).
+    pub work: f64,
+    /// Whether a check ran after the last pass.
+    pub checked_last: bool,
+}
+
+impl Run {
+    /// The fit status when this call was the last one and a stop means convergence.
+    pub fn status(&self) -> Status {
+        match self.end {
+            End::Stopped => Status::Converged,
+            End::Epochs => Status::MaxEpochs,
+            End::Seconds => Status::MaxSeconds,
+        }
+    }
+}
+
+/// Run passes of `solver` in `order` (a scratch buffer holding `solver.active()`) until `check`
+/// stops it, `budget` or `clock` runs out. `check` runs every `check_every` passes (for a
+/// solver that shrinks: when it has [`Coordinate::settled`]), after the last pass when
+/// `check_last`, and always when time is up. Rows a pass drops leave the permutation (the tail
+/// of `order`) until the solver settles.
+pub(crate) fn drive<S: Coordinate>(
+    solver: &mut S,
+    order: &mut [u32],
+    budget: Budget,
+    sampling: Sampling,
+    clock: &mut Clock,
+    rng: &mut Xoshiro256PlusPlus,
+    mut check: impl FnMut(&mut S) -> Verdict,
+) -> Run {
+    let max = budget.max_epochs.min(clock.remaining());
+    let mut run = Run { end: End::Epochs, epochs: 0, work: 0.0, checked_last: false };
+    let mut kept = order.len();
+    // Full passes add exactly 1.0, so without shrinking this is `run.epochs < max`.
+    while run.work < max as f64 {
+        let order_kept = &mut order[..kept];
+        match sampling {
+            Sampling::Permutation => order_kept.shuffle(rng),
+            Sampling::Uniform => {
+                let active = solver.active();
+                for slot in order_kept.iter_mut() {
+                    *slot = active[rng.random_range(0..active.len())];
+                }
+            }
+            // Drawn from the gaps stored at the epoch's start; the pass keeps storing fresh ones.
+            Sampling::Gap => {
+                let (active, gaps) = (solver.active(), solver.gaps());
+                for slot in order_kept.iter_mut() {
+                    *slot = match gaps {
+                        Some(gaps) => active[gaps.draw(rng)],
+                        None => active[rng.random_range(0..active.len())],
+                    };
+                }
+            }
+        }
+        // A solver without coordinates (Pdprox's full passes) gets an empty order; a pass over
+        // no kept row still counts one row, so the budget always advances.
+        let share = if order.is_empty() { 1.0 } else { kept.max(1) as f64 / order.len() as f64 };
+        kept = solver.pass(&mut order[..kept]);
+        run.epochs += 1;
+        run.work += share;
+        clock.add_pass(share);
+        let out_of_time = clock.out_of_time();
+        let due = match solver.settled() {
+            Some(settled) => {
+                if settled {
+                    kept = order.len();
+                }
+                settled
+            }
+            None => run.epochs.is_multiple_of(budget.check_every),
+        };
+        run.checked_last = due || (run.work >= max as f64 && budget.check_last) || out_of_time;
+        if run.checked_last {
+            if let Verdict::Stop = check(solver) {
+                run.end = End::Stopped;
+                return run;
+            }
+            if out_of_time {
+                run.end = End::Seconds;
+                return run;
+            }
+        }
+    }
+    run
+}
+
+/// Turns a certified statement about the solved problem into the original problem's
+/// certificate, and applies the stopping rule (`gap <= tol * max(P, tiny)`, DESIGN.md section 3).
+pub(crate) struct Judge<'p, 'a, D: Rows, L: BlockLoss> {
+    tol: f64,
+    /// The Lasso reduction, when the problem solved stands for one (`l2 = 0`).
+    lasso: Option<Reduction<'p, 'a, D, L>>,
+}
+
+impl<'p, 'a, D: Rows, L: BlockLoss> Judge<'p, 'a, D, L> {
+    /// The rule for `tol`, through the reduction when there is one.
+    pub fn new(tol: f64, lasso: Option<Reduction<'p, 'a, D, L>>) -> Self {
+        Self { tol, lasso }
+    }
+
+    /// The original problem's certificate at `w` (length `d + 1`) and duals `alpha`, given the
+    /// solved problem's primal `P_s(w)` and a certified bound `bound >= P_s(w) - P_s*`.
+    pub fn original(&mut self, w: &[f64], alpha: &[f64], primal: f64, bound: f64) -> Certificate {
+        let bound = bound.max(0.0);
+        match &mut self.lasso {
+            None => Certificate { primal, dual: primal - bound, gap: bound },
+            Some(reduction) => reduction.certificate(w, alpha, bound),
+        }
+    }
+
+    /// Whether a certificate meets `tol`.
+    pub fn met(&self, c: &Certificate) -> bool {
+        c.gap.is_finite() && c.gap <= self.tol * c.primal.max(f64::MIN_POSITIVE)
+    }
+}
