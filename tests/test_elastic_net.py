@@ -247,8 +247,9 @@ def test_sparse_lasso_and_elastic_net_match_sklearn(
 
 
 @pytest.mark.slow
+@pytest.mark.parametrize("solver", ["sdca", "accelerated"])  # every solver for smooth losses with l1
 @pytest.mark.parametrize("loss", ["logistic", "smooth_hinge"])
-def test_l1_l2_classification_matches_reference(breast_cancer: pl.DataFrame, loss: str) -> None:
+def test_l1_l2_classification_matches_reference(breast_cancer: pl.DataFrame, loss: str, solver: str) -> None:
     """breast_cancer (569 x 30, standardised), l2 = 1e-3, l1 = 1e-2 (12 of 30 weights non-zero).
 
     logistic: LogisticRegression(solver="saga", C, l1_ratio) minimises
@@ -287,8 +288,10 @@ def test_l1_l2_classification_matches_reference(breast_cancer: pl.DataFrame, los
         tol=1e-9,
         max_epochs=100_000,
         fit_intercept=False,
+        solver=solver,
         **params,
     )
+    assert model["solver"] == solver
     ours = certify(x, y, np.asarray(model["coef"]), loss, l2, l1, **params)
     assert model["converged"]
     assert abs(ours.primal - ref.primal) <= 1e-5 * ref.primal

@@ -36,6 +36,31 @@ NON_SMOOTH = {"hinge", "absolute", "epsilon_insensitive"}
 # move sign at every row near zero residual, so they need a stronger l2 to certify 1e-7 quickly.
 L2 = {"absolute": 1e-2, "epsilon_insensitive": 1e-2}
 REF_PARAMS = {"smoothing": "gamma", "epsilon": "epsilon"}
+# Every solver that takes the loss (config.rs): "auto" picks Newton for smooth losses with few
+# features, so each solver is named explicitly to be compared with the references.
+SMOOTH = {"smooth_hinge", "squared_hinge", "logistic", "squared"}
+PDPROX = {"hinge", "absolute", "epsilon_insensitive", "squared"}
+NEWTON_MAX_FEATURES = 512
+
+
+def solvers_for(loss: str, n_features: int) -> list[str]:
+    out = ["sdca"]
+    if loss in SMOOTH:
+        out.append("accelerated")
+        if n_features <= NEWTON_MAX_FEATURES:
+            out.append("newton")
+    if loss in PDPROX:
+        out.append("pdprox")
+    return out
+
+
+def tolerance(loss: str, solver: str) -> float:
+    """The relative gap each solver certifies in seconds on breast cancer. Pdprox converges at
+    the O(1/T) rate of pdprox.txt on non-smooth losses: 50,000 passes reach 1e-5 for absolute
+    loss."""
+    if solver == "pdprox" and loss in ("absolute", "epsilon_insensitive"):
+        return 1e-4
+    return 1e-7 if loss in NON_SMOOTH else 1e-10
 
 
 def _ref_params(params: dict[str, float]) -> dict[str, float]:
@@ -47,44 +72,74 @@ def fit_model(df: pl.DataFrame, features: str | list[str], label: str = "y", **o
 
 
 def check_against_reference(
-    model: dict, x: object, y: np.ndarray, loss: str, l2: float, params: dict
+    model: dict,
+    x: object,
+    y: np.ndarray,
+    loss: str,
+    l2: float,
+    params: dict,
+    tol: float = 1e-6,
+    converged: bool = True,
 ) -> None:
+    """``model`` (fitted to relative gap ``tol``) against the certified reference optimum; with
+    ``converged=False`` (a fit stopped by its epoch budget) only its certificate is checked."""
     ref = reference_optimum(x, y, loss, l2, **_ref_params(params))
+    # The reference is trusted only through its own duality gap (DATA.md).
+    assert ref.certified, ref.method
+    assert ref.gap <= 1e-9 * max(1.0, abs(ref.primal)), (ref.gap, ref.method)
     w = np.asarray(model["coef"])
     ours = primal(x, y, w, loss, l2, **_ref_params(params))
     rel = (ours - ref.primal) / ref.primal
-    assert rel <= 1e-6, f"{loss}: ours {ours} vs reference {ref.primal} ({ref.method}), rel {rel:.2e}"
-    assert rel >= -1e-8, f"{loss}: below the certified optimum: {ours} < {ref.primal}"
-    # Our certificate: valid, and about the objective we return.
+    slack = 1e-12 * abs(ours)
+    # Our certificate holds against the reference: P(w) - P* <= gap, and P* <= P(reference).
+    assert ours - ref.primal <= model["gap"] + slack, (
+        f"{loss}: our gap {model['gap']} does not cover {ours - ref.primal}"
+    )
+    assert ours >= ref.lower_bound - slack, f"{loss}: below the certified optimum: {ours} < {ref.lower_bound}"
     assert model["gap"] >= 0.0
-    assert model["converged"]
-    assert model["gap"] <= model["primal"] * 1e-6
     assert abs(model["primal"] - ours) <= 1e-9 * ours
+    if converged:  # the certificate met tol
+        assert rel <= tol, f"{loss}: ours {ours} vs reference {ref.primal} ({ref.method}), rel {rel:.2e}"
+        assert model["converged"]
+        assert model["gap"] <= model["primal"] * tol
     assert model["primal"] - model["dual"] == pytest.approx(model["gap"], rel=1e-6, abs=1e-12)
 
 
-@pytest.mark.parametrize("loss", LOSSES)
-def test_dense_real_data_matches_reference(breast_cancer: pl.DataFrame, loss: str) -> None:
+DENSE_CASES = [(loss, solver) for loss in LOSSES for solver in solvers_for(loss, 30)]
+
+
+@pytest.mark.parametrize(("loss", "solver"), DENSE_CASES)
+def test_dense_real_data_matches_reference(breast_cancer: pl.DataFrame, loss: str, solver: str) -> None:
     l2 = L2.get(loss, 1e-3)
     params = LOSSES[loss]
     features = [c for c in breast_cancer.columns if c.startswith("f")]
-    tol = 1e-7 if loss in NON_SMOOTH else 1e-10
-    model = fit_model(
-        breast_cancer, features, loss=loss, l2=l2, tol=tol, max_epochs=50_000, fit_intercept=False, **params
-    )
+    tol = tolerance(loss, solver)
+    opts = {"loss": loss, "l2": l2, "tol": tol, "max_epochs": 50_000, "fit_intercept": False}
+    model = fit_model(breast_cancer, features, solver=solver, **opts, **params)
+    assert model["solver"] == solver
     x, y = dense_xy(breast_cancer)
-    check_against_reference(model, x, y, loss, l2, params)
+    check_against_reference(model, x, y, loss, l2, params, tol)
+
+
+SPARSE_CASES = [(loss, solver) for loss in LOSSES for solver in solvers_for(loss, 10**6)]
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("loss", LOSSES)
-def test_sparse_real_data_matches_reference(conll_tokens: tuple[pl.DataFrame, int], loss: str) -> None:
+@pytest.mark.parametrize(("loss", "solver"), SPARSE_CASES)
+def test_sparse_real_data_matches_reference(
+    conll_tokens: tuple[pl.DataFrame, int], loss: str, solver: str
+) -> None:
     from polars_sdca.datasets import sparse_to_scipy
 
     frame, n_features = conll_tokens
-    l2 = L2.get(loss, 1e-3)
+    # Accelerated SDCA runs only where its extra ridge weight R^2 / (gamma n) - l2 is positive
+    # (and falls back to plain SDCA elsewhere): on these 20,000 rows, below l2 = 1e-4.
+    l2 = 1e-5 if solver == "accelerated" else L2.get(loss, 1e-3)
     params = LOSSES[loss]
-    tol = 1e-7 if loss in NON_SMOOTH else 1e-10
+    tol = tolerance(loss, solver)
+    # Pdprox's passes over the sparse rows cost about 15 ms each: 300 of them, and its
+    # certificate (not a met tol) is checked against the reference.
+    budget = 300 if solver == "pdprox" else 20_000
     model = fit_model(
         frame,
         "features",
@@ -92,14 +147,16 @@ def test_sparse_real_data_matches_reference(conll_tokens: tuple[pl.DataFrame, in
         loss=loss,
         l2=l2,
         tol=tol,
-        max_epochs=20_000,
+        max_epochs=budget,
         fit_intercept=False,
         n_features=n_features,
+        solver=solver,
         **params,
     )
+    assert model["solver"] == solver
     x = sparse_to_scipy(frame, "features", n_features=n_features)
     y = frame["is_entity"].to_numpy().astype(float)
-    check_against_reference(model, x, y, loss, l2, params)
+    check_against_reference(model, x, y, loss, l2, params, tol, converged=solver != "pdprox")
 
 
 def test_intercept_is_regularized_constant_feature(breast_cancer: pl.DataFrame) -> None:
@@ -271,8 +328,10 @@ def test_thread_count_does_not_change_models() -> None:
         g = np.repeat(np.arange(40), 25)
         df = pl.DataFrame({"g": g, "a": rng.normal(size=n), "b": rng.normal(size=n)})
         df = df.with_columns(y=(pl.col("a") - pl.col("b") > 0))
-        fit = pl.col("y").sdca.fit(["a", "b"], loss="logistic", l2=1e-2).alias("m")
+        # SDCA named: "auto" would pick Newton for two features, which has no random order.
+        fit = pl.col("y").sdca.fit(["a", "b"], loss="logistic", l2=1e-2, solver="sdca").alias("m")
         out = df.group_by("g").agg(fit).sort("g")
+        assert out["m"].struct.field("solver").unique().to_list() == ["sdca"]
         print(out["m"].struct.field("coef").to_list())
         """
     )
@@ -293,11 +352,20 @@ def test_gap_sampling_matches_reference(breast_cancer: pl.DataFrame, loss: str) 
     settle early, in fewer epochs than a permutation per epoch."""
     features = [c for c in breast_cancer.columns if c.startswith("f")]
     l2, params = L2.get(loss, 1e-3), LOSSES[loss]
-    tol = 1e-7 if loss in NON_SMOOTH else 1e-10
-    opts = {"loss": loss, "l2": l2, "tol": tol, "max_epochs": 50_000, "fit_intercept": False, **params}
-    gap = fit_model(breast_cancer, features, sampling="gap", **opts)
+    tol = tolerance(loss, "sdca")
+    # Sampling orders SDCA's coordinates: named, as "auto" picks Newton for logistic here.
+    opts = {
+        "loss": loss,
+        "l2": l2,
+        "tol": tol,
+        "max_epochs": 50_000,
+        "fit_intercept": False,
+        "solver": "sdca",
+    }
+    gap = fit_model(breast_cancer, features, sampling="gap", **opts, **params)
+    assert gap["solver"] == "sdca"
     x, y = dense_xy(breast_cancer)
-    check_against_reference(gap, x, y, loss, l2, params)
+    check_against_reference(gap, x, y, loss, l2, params, tol)
     if loss == "hinge":
         # Against plain permutations; shrinking (the default) counts only the rows it visits.
         permutation = fit_model(breast_cancer, features, shrinking=False, **opts)

@@ -446,7 +446,9 @@ def _model_expr(model: IntoExpr | dict[str, Any] | pl.DataFrame | pl.Series) -> 
         if model.len() != 1 or not isinstance(model.dtype, pl.Struct):
             msg = "a model Series must be one Struct row (the output of fit)"
             raise ValueError(msg)
-        return pl.lit(model).first()
+        # A scalar literal of the struct dtype: Polars 1.x cannot aggregate a Series literal's
+        # `.first()` in group_by().agg or .over ("cannot aggregate a literal").
+        return pl.lit(model[0], dtype=model.dtype)
     msg = f"model must be a column, an expression, a dict or a one-row DataFrame, got {type(model).__name__}"
     raise TypeError(msg)
 
@@ -515,11 +517,17 @@ class _SequenceOrder:
     contiguous; per-row outputs are gathered back by the inverse permutation. Both are
     expression operations, so this works in ``select``, ``group_by().agg`` and ``.over``. A
     null ``order_by`` value nulls the row's sequence id, which the plugin reports.
+
+    The two columns are sorted on as one struct key: Polars 1.x computes a sort on several
+    keys wrongly under ``.over()`` (``arg_sort_by([a, b])`` returns indices that are not a
+    permutation of the group's rows, seen on 1.30), while a single key sorts right in every
+    context on 1.30 and 2.x. The struct sorts lexicographically by its fields.
     """
 
     def __init__(self, sequence: IntoExpr, order_by: IntoExpr | None) -> None:
         self.sequence = _expr(sequence, "sequence")
         self.order = None if order_by is None else _expr(order_by, "order_by")
+        self.key = None if self.order is None else pl.struct(self.sequence, self.order)
 
     def sequence_arg(self) -> tuple[pl.Expr, str]:
         """The sequence input and the name its errors use."""
@@ -531,16 +539,15 @@ class _SequenceOrder:
 
     def sort(self, expr: pl.Expr) -> pl.Expr:
         # A literal is one value, broadcast by the plugin: there is nothing to sort.
-        if self.order is None or expr.meta.is_literal(allow_aliasing=True):
+        if self.key is None or expr.meta.is_literal(allow_aliasing=True):
             return expr
-        return expr.sort_by([self.sequence, self.order], maintain_order=True)
+        return expr.sort_by(self.key, maintain_order=True)
 
     def restore(self, expr: pl.Expr) -> pl.Expr:
         """Per-row outputs (in sorted order) back in input row order."""
-        if self.order is None:
+        if self.key is None:
             return expr
-        permutation = pl.arg_sort_by([self.sequence, self.order], maintain_order=True)
-        return expr.gather(permutation.arg_sort())
+        return expr.gather(pl.arg_sort_by(self.key, maintain_order=True).arg_sort())
 
 
 def _crf_call(
