@@ -47,13 +47,8 @@ pub fn split<'a>(
 
 /// Checks the policies that are not solver parameters.
 pub fn check_policies(kw: &CrfKwargs) -> PolarsResult<()> {
-    if !["raise", "null"].contains(&kw.on_error.as_str()) {
-        return Err(compute(format!(
-            "invalid parameter `on_error`: unknown value {:?}; expected one of raise, null",
-            kw.on_error
-        )));
-    }
-    if kw.layout.null_policy != "raise" {
+    crate::kwargs::one_of("on_error", &kw.on_error, sdca_core::options::ON_ERROR)?;
+    if !sdca_core::options::CRF_NULL_POLICIES.contains(&kw.layout.null_policy.as_str()) {
         return Err(compute(format!(
             "invalid parameter `null_policy`: unknown value {:?}; crf fits only support \"raise\" (dropping rows would split sequences): filter or impute nulls first",
             kw.layout.null_policy

@@ -7,8 +7,9 @@ use sdca_core::{FitConfig, FitResult, Problem, RowOutputs, Rows, SdcaError, Stat
 use crate::convert::{self, Features, Labels};
 use crate::error::{compute, param, InColumn};
 use crate::interrupt;
-use crate::kwargs::{FitKwargs, Layout};
+use crate::kwargs::{one_of, FitKwargs, Layout};
 use crate::output::{self, ModelMeta};
+use sdca_core::options::{NULL_POLICIES, ON_ERROR};
 
 /// Converted inputs of one group.
 pub struct Group {
@@ -78,19 +79,8 @@ fn warm_model(s: &Series) -> PolarsResult<Option<(Vec<f64>, Vec<f64>)>> {
 
 /// Checks the policies that are not solver parameters.
 pub fn check_policies(kw: &FitKwargs) -> PolarsResult<()> {
-    if !["raise", "null"].contains(&kw.on_error.as_str()) {
-        return Err(compute(format!(
-            "invalid parameter `on_error`: unknown value {:?}; expected one of raise, null",
-            kw.on_error
-        )));
-    }
-    if !["raise", "drop"].contains(&kw.layout.null_policy.as_str()) {
-        return Err(compute(format!(
-            "invalid parameter `null_policy`: unknown value {:?}; expected one of raise, drop",
-            kw.layout.null_policy
-        )));
-    }
-    Ok(())
+    one_of("on_error", &kw.on_error, ON_ERROR)?;
+    one_of("null_policy", &kw.layout.null_policy, NULL_POLICIES)
 }
 
 /// Converts the inputs of one group, and checks the fit's memory against the budget

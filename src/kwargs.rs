@@ -79,6 +79,17 @@ pub struct CrfPredictKwargs {
     pub layout: Layout,
 }
 
+/// Checks a policy name against the schema's allowed values (`sdca_core::options`).
+pub fn one_of(name: &str, value: &str, allowed: &[&str]) -> PolarsResult<()> {
+    if allowed.contains(&value) {
+        return Ok(());
+    }
+    Err(compute(format!(
+        "invalid parameter `{name}`: unknown value {value:?}; expected one of {}",
+        allowed.join(", ")
+    )))
+}
+
 /// The kwargs of the fits as Python sends them: the pickled payload as one `bytes` value.
 ///
 /// pyo3-polars decodes a plugin's kwargs on every call, and a `group_by().agg` makes one call

@@ -19,6 +19,8 @@ mod predict;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use sdca_core::options::{self, Kind, Spec, Value};
 
 #[global_allocator]
 static ALLOC: pyo3_polars::PolarsAllocator = pyo3_polars::PolarsAllocator::new();
@@ -44,9 +46,53 @@ fn check_crf_kwargs(pickled: &[u8]) -> PyResult<()> {
     Ok(())
 }
 
+/// One option of the schema (`sdca_core::options`) as a Python dict: `name`, `kind`
+/// ("float", "int", "bool", "choice", "int_list", "column", "model"), `choices` (a list, or
+/// None), `default`, `help` and `applies`.
+fn option_dict<'py>(py: Python<'py>, spec: &Spec) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    d.set_item("name", spec.name)?;
+    let (kind, choices) = match spec.kind {
+        Kind::Float => ("float", None),
+        Kind::Int => ("int", None),
+        Kind::Bool => ("bool", None),
+        Kind::Choice(names) => ("choice", Some(names.to_vec())),
+        Kind::IntList => ("int_list", None),
+        Kind::Column => ("column", None),
+        Kind::Model => ("model", None),
+    };
+    d.set_item("kind", kind)?;
+    d.set_item("choices", choices)?;
+    match spec.default {
+        Value::Float(v) => d.set_item("default", v)?,
+        Value::Int(v) => d.set_item("default", v)?,
+        Value::Bool(v) => d.set_item("default", v)?,
+        Value::Text(v) => d.set_item("default", v)?,
+        Value::Null => d.set_item("default", py.None())?,
+    }
+    d.set_item("help", spec.help)?;
+    d.set_item("applies", spec.applies)?;
+    Ok(d)
+}
+
+/// The options of the linear fits, from the core's schema (the one source of names, kinds,
+/// defaults, choices and help).
+#[pyfunction]
+fn fit_options(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    options::FIT_OPTIONS.iter().map(|s| option_dict(py, s)).collect()
+}
+
+/// The options of the CRF fits, from the core's schema.
+#[pyfunction]
+fn crf_options(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    options::CRF_OPTIONS.iter().map(|s| option_dict(py, s)).collect()
+}
+
 #[pymodule]
 fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
+    m.add_function(wrap_pyfunction!(fit_options, m)?)?;
+    m.add_function(wrap_pyfunction!(crf_options, m)?)?;
     m.add_function(wrap_pyfunction!(check_fit_kwargs, m)?)?;
     m.add_function(wrap_pyfunction!(check_crf_kwargs, m)?)?;
     m.add_class::<cocoa::CocoaPartition>()?;

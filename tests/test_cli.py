@@ -192,7 +192,6 @@ def test_on_error_raise_stops_the_job_without_output(fitted: tuple[Path, Path, p
     [
         (["--input", "data.txt", "--output", "m.parquet"], "--input data.txt: unknown file type"),
         (["--input", "{data}", "--output", "m.csv"], "--output m.csv: this output needs one of"),
-        (["--input", "{data}", "--output", "m.parquet", "--loss", "nope"], 'unknown loss "nope"'),
         (["--input", "{data}", "--output", "m.parquet", "--l2", "-1"], "l2"),
         (["--input", "{data}", "--output", "m.parquet", "--batch-size", "0"], "--batch-size must be >= 1"),
         (["--input", "missing.parquet", "--output", "m.parquet"], "missing.parquet"),
@@ -229,6 +228,23 @@ def test_argparse_usage_errors_exit_2(capsys: pytest.CaptureFixture[str]) -> Non
         )
     assert exit_info.value.code == 2
     assert "not allowed with argument" in capsys.readouterr().err
+
+
+def test_option_flags_list_their_choices(capsys: pytest.CaptureFixture[str]) -> None:
+    """The flags come from the core's option schema: a bad name is refused with the choices."""
+    argv = ["fit", "--input", "x.parquet", "--label", "y", "--features", "a", "--output", "m.parquet"]
+    with pytest.raises(SystemExit) as exit_info:
+        main([*argv, "--loss", "nope"])
+    assert exit_info.value.code == 2
+    err = capsys.readouterr().err
+    for part in ("invalid choice: 'nope'", "'logistic'", "'multinomial'"):
+        assert part in err
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    help_text = capsys.readouterr().out
+    assert "--pdprox-variant {dual,primal}" in help_text
+    assert "L2 strength lambda" in help_text
+    assert "--max-memory" in help_text
 
 
 def test_progress_line_on_a_terminal(fitted: tuple[Path, Path, pl.DataFrame]) -> None:

@@ -509,7 +509,7 @@ MEMORY_CASES: list[tuple[str, str]] = [
     ),
     (
         "crf attribute index near 2^32",
-        'column "f": 4,294,967,291 attributes x 2 tags: the weights would need about 257.7 GB, more than '
+        'column "f": 4,294,967,291 attributes x 2 tags: the weights would need about 154.6 GB, more than '
         f"{BUDGET_100MB}; pass n_features= or check the attribute column (the largest sparse index sets "
         "the width)",
     ),

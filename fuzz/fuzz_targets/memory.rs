@@ -232,8 +232,8 @@ fn crf(input: &Input) {
         Ok(p) => p,
         Err(e) => return not_internal(&e),
     };
-    let longest = starts.windows(2).map(|w| w[1] - w[0]).max().unwrap_or(0);
-    let estimate = memory_estimate(n, starts.len() - 1, k, a, longest);
+    // One oracle slot: `n_threads` is left at 1.
+    let estimate = memory_estimate(&problem, 1);
     let (result, peak) = measured(|| crf_fit(&problem, &cfg));
     match result {
         Err(SdcaError::MemoryLimit { needed, .. }) => {

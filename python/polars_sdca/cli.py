@@ -35,7 +35,8 @@ from typing import Any, TextIO
 
 import polars as pl
 
-from polars_sdca.functions import fit, predict
+from polars_sdca import _internal
+from polars_sdca.functions import fit, fit_groups, predict
 
 __all__ = ["main"]
 
@@ -61,26 +62,21 @@ _SINKS: dict[str, Callable[[pl.LazyFrame, Path], Any]] = {
     ".arrow": pl.LazyFrame.sink_ipc,
     ".feather": pl.LazyFrame.sink_ipc,
 }
-_FIT_OPTIONS: tuple[tuple[str, type], ...] = (
-    ("loss", str),
-    ("l2", float),
-    ("l1", float),
-    ("smoothing", float),
-    ("epsilon", float),
-    ("quantile", float),
-    ("solver", str),
-    ("sampling", str),
-    ("tol", float),
-    ("max_epochs", int),
-    ("check_every", int),
-    ("seed", int),
-    ("intercept_scaling", float),
-    ("n_features", int),
-    ("max_seconds", float),
-    ("null_policy", str),
-    ("pdprox_variant", str),
-)
-"""Fit options passed through to :func:`fit` when given (their values are checked there)."""
+_FIT_OPTIONS: dict[str, dict[str, Any]] = {o["name"]: o for o in _internal.fit_options()}
+"""The fit options of the core's schema; each one the command line can spell becomes a flag
+(with its help and choices), passed through to :func:`fit` when given."""
+_NOT_FLAGS = ("weights", "warm_start", "groups")
+"""Options without a flag of the schema's kind: ``--weights`` names the column (a data input),
+and models and per-feature group lists do not fit on a command line."""
+_RENAMED = {"output": "pdprox_output"}
+"""Options whose flag would clash with a flag of the job (``--output`` is the models file)."""
+
+
+def _dest(name: str) -> str:
+    """The argparse destination (and flag, with ``-``) of a schema option."""
+    return _RENAMED.get(name, name)
+
+
 _NESTED_SINKS = (".parquet", ".pq", ".ipc", ".arrow", ".feather")
 """Formats that can hold the model structs."""
 
@@ -163,21 +159,28 @@ def _failed(models: pl.Series) -> pl.Series:
 
 
 def _fit_groups(
-    frame: pl.DataFrame, keys: list[str], expr: pl.Expr, batch: int, progress: _Progress
+    frame: pl.DataFrame,
+    keys: list[str],
+    label: str,
+    fit_args: tuple[Any, dict[str, Any]],
+    batch: int,
+    progress: _Progress,
 ) -> pl.DataFrame:
-    """One model row per group, fitted ``batch`` groups at a time (Polars runs each batch's
-    groups in parallel)."""
+    """One model row per group (keys, then the model in ``_MODEL``), fitted ``batch`` groups at a
+    time by :func:`polars_sdca.fit_groups` (each batch's groups in parallel in one plugin call)."""
+    features, options = fit_args
     if not keys:
-        out = frame.select(expr)
+        out = frame.select(fit(label, features, **options).alias(_MODEL))
         progress.update(1, int(_failed(out[_MODEL]).sum()))
         return out
     ids = frame.select(keys).unique(maintain_order=True).with_row_index(_BATCH)
     ids = ids.with_columns(pl.col(_BATCH) // batch)
     tagged = frame.join(ids, on=keys, how="left", nulls_equal=True, maintain_order="left")
+    expr = fit_groups(label, features, by=keys, **options).alias(_MODEL)
     done = failed = 0
     results = []
     for part in tagged.partition_by(_BATCH, maintain_order=True, include_key=False):
-        out = part.group_by(keys, maintain_order=True).agg(expr)
+        out = part.select(expr).unnest(_MODEL).rename({label: _MODEL})
         done += out.height
         failed += int(_failed(out[_MODEL]).sum())
         progress.update(done, failed)
@@ -187,8 +190,8 @@ def _fit_groups(
 
 def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
     """The fit options given on the command line; the others keep :func:`fit`'s defaults."""
-    names = [name for name, _ in _FIT_OPTIONS] + ["fit_intercept", "shrinking", "on_error"]
-    options = {name: getattr(args, name) for name in names if getattr(args, name) is not None}
+    given = {name: getattr(args, _dest(name), None) for name in _FIT_OPTIONS if name not in _NOT_FLAGS}
+    options = {name: value for name, value in given.items() if value is not None}
     if args.weights:
         options["weights"] = args.weights
     return options
@@ -206,7 +209,6 @@ def _run_fit(args: argparse.Namespace, stderr: TextIO) -> int:
         raise _UsageError(msg)
     keys = _names(args.group_by)
     features, feature_columns = _features(args)
-    expr = fit(args.label, features, **_fit_options(args)).alias(_MODEL)
     needed = list(
         dict.fromkeys([*keys, args.label, *feature_columns, *([args.weights] if args.weights else [])])
     )
@@ -218,7 +220,8 @@ def _run_fit(args: argparse.Namespace, stderr: TextIO) -> int:
     enabled = {"always": True, "never": False}.get(args.progress, stderr.isatty())
     progress = _Progress(n_groups, stderr, enabled)
     try:
-        models = _fit_groups(frame, keys, expr, args.batch_size, progress)
+        fit_args = (features, _fit_options(args))
+        models = _fit_groups(frame, keys, args.label, fit_args, args.batch_size, progress)
     finally:
         progress.close()
     seconds = time.perf_counter() - progress.start
@@ -273,6 +276,34 @@ def _run_predict(args: argparse.Namespace, stderr: TextIO) -> int:
     return 0
 
 
+def _add_option(group: argparse._ArgumentGroup, spec: dict[str, Any]) -> None:
+    """The flag of one schema option, with its help, choices and type."""
+    name = spec["name"]
+    if name in _NOT_FLAGS:
+        return
+    flag = f"--{_dest(name).replace('_', '-')}"
+    default = spec["default"]
+    applies = "" if spec["applies"] == "all" else f"; {spec['applies']}"
+    if name == "on_error":
+        # A batch job keeps going past a failed group by default.
+        group.add_argument(
+            flag,
+            default="null",
+            choices=spec["choices"],
+            help="null (default): a failed group gets a model row with its status; raise: stop the job",
+        )
+    elif spec["kind"] == "bool":
+        group.add_argument(
+            flag, action=argparse.BooleanOptionalAction, help=f"{spec['help']} (default {default})"
+        )
+    elif spec["kind"] == "choice":
+        group.add_argument(flag, choices=spec["choices"], help=f"{spec['help']} (default {default}{applies})")
+    else:
+        kind = float if spec["kind"] == "float" else int
+        shown = "none" if default is None else default
+        group.add_argument(flag, type=kind, help=f"{spec['help']} (default {shown}{applies})")
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="python -m polars_sdca",
@@ -295,16 +326,8 @@ def _parser() -> argparse.ArgumentParser:
     fit_cmd.add_argument("--weights", help="sample-weight column")
     fit_cmd.add_argument("--output", required=True, help="models file (.parquet or Arrow IPC)")
     options = fit_cmd.add_argument_group("fit options (default: as polars_sdca.fit)")
-    for name, kind in _FIT_OPTIONS:
-        options.add_argument(f"--{name.replace('_', '-')}", type=kind)
-    options.add_argument("--fit-intercept", action=argparse.BooleanOptionalAction)
-    options.add_argument("--shrinking", action=argparse.BooleanOptionalAction)
-    options.add_argument(
-        "--on-error",
-        default="null",
-        choices=("null", "raise"),
-        help="null (default): a failed group gets a model row with its status; raise: stop the job",
-    )
+    for spec in _FIT_OPTIONS.values():
+        _add_option(options, spec)
     run = fit_cmd.add_argument_group("job")
     run.add_argument("--batch-size", type=int, default=1000, help="groups per batch (default 1000)")
     run.add_argument(

@@ -27,37 +27,10 @@ if TYPE_CHECKING:
 
 _LIB = Path(__file__).parent
 
-_DEFAULTS: dict[str, Any] = {
-    "loss": "logistic",
-    "l2": 1e-4,
-    "l1": 0.0,
-    "smoothing": 1.0,
-    "epsilon": 0.1,
-    "quantile": 0.5,
-    "solver": "auto",
-    "sampling": "permutation",
-    "tol": 1e-6,
-    "max_epochs": 500,
-    "check_every": 1,
-    "seed": 0,
-    "fit_intercept": True,
-    "shrinking": True,
-    "intercept_scaling": 1.0,
-    "weights": None,
-    "warm_start": None,
-    "n_features": None,
-    "max_seconds": None,
-    "max_memory": None,
-    "null_policy": "raise",
-    "on_error": "raise",
-    "groups": None,
-    "group_norm": "l2",
-    "output": "last",
-    "pdprox_variant": "dual",
-}
-_FLOATS = ("l2", "l1", "smoothing", "epsilon", "quantile", "tol", "intercept_scaling")
-_INTS = ("max_epochs", "check_every", "seed")
-_STRINGS = ("loss", "solver", "sampling", "null_policy", "on_error", "group_norm", "output", "pdprox_variant")
+_FIT_OPTIONS: dict[str, dict[str, Any]] = {o["name"]: o for o in _internal.fit_options()}
+"""The linear fits' options, from the Rust core's schema (names, kinds, defaults, choices, help)."""
+_CRF_OPTIONS: dict[str, dict[str, Any]] = {o["name"]: o for o in _internal.crf_options()}
+"""The CRF fits' options, from the same schema."""
 
 
 def _expr(value: IntoExpr, what: str) -> pl.Expr:
@@ -90,9 +63,7 @@ def _feature_exprs(features: IntoFeatures) -> list[pl.Expr]:
     raise TypeError(msg)
 
 
-def _number(name: str, value: object, kind: type) -> float | int | None:
-    if value is None and name in ("max_seconds", "max_memory", "n_features"):
-        return None
+def _number(name: str, value: object, kind: type) -> float | int:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
         msg = f"{name} must be a number, got {type(value).__name__} {value!r}"
         raise TypeError(msg)
@@ -119,13 +90,33 @@ def _groups(value: object) -> list[int] | None:
     return [int(g) for g in ids]
 
 
-def _with_defaults(options: dict[str, Any], defaults: dict[str, Any]) -> dict[str, Any]:
-    """The options over their defaults; an unknown name is a TypeError listing the valid ones."""
-    unknown = set(options) - set(defaults)
+def _options(options: dict[str, Any], schema: dict[str, dict[str, Any]]) -> dict[str, Any]:
+    """The options over the schema's defaults, each converted by its kind (numpy scalars to
+    Python numbers, which pickle into Rust) and type-checked; an unknown name is a TypeError
+    listing the valid ones. Values are range-checked by the Rust validator (:func:`_pack`).
+    Column and model options are returned as given."""
+    unknown = set(options) - set(schema)
     if unknown:
-        msg = f"unknown option(s) {sorted(unknown)}; valid options are {sorted(defaults)}"
+        msg = f"unknown option(s) {sorted(unknown)}; valid options are {sorted(schema)}"
         raise TypeError(msg)
-    return {**defaults, **options}
+    out: dict[str, Any] = {}
+    for name, spec in schema.items():
+        value = options.get(name, spec["default"])
+        kind = spec["kind"]
+        if (value is None and spec["default"] is None) or kind in ("column", "model"):
+            out[name] = value
+        elif kind in ("float", "int"):
+            out[name] = _number(name, value, float if kind == "float" else int)
+        elif kind == "bool":
+            if not isinstance(value, bool):
+                msg = f"{name} must be a bool, got {type(value).__name__}"
+                raise TypeError(msg)
+            out[name] = value
+        elif kind == "choice":
+            out[name] = _string(name, value)
+        else:  # int_list
+            out[name] = _groups(value)
+    return out
 
 
 def _string(name: str, value: object) -> str:
@@ -179,32 +170,19 @@ def _fit_inputs(
 ) -> tuple[list[pl.Expr], dict[str, Any], dict[str, Any]]:
     """A fit's input expressions (label, features..., weights, warm start), their layout and
     the solver parameters, converted and type-checked (values are checked by :func:`_pack`)."""
-    opts = _with_defaults(options, _DEFAULTS)
+    kwargs = _options(options, _FIT_OPTIONS)
     feature_exprs = _feature_exprs(features)
     args = [_expr(label, "label"), *feature_exprs]
-    weights = opts.pop("weights")
+    weights = kwargs.pop("weights")
     if weights is not None:
         args.append(_expr(weights, "weights"))
-    warm_start = opts.pop("warm_start")
+    warm_start = kwargs.pop("warm_start")
     if warm_start is not None:
         args.append(_model_expr(warm_start))
-    kwargs: dict[str, Any] = {}
-    for name in (*_FLOATS, "max_seconds"):
-        kwargs[name] = _number(name, opts[name], float)
-    for name in (*_INTS, "max_memory"):
-        kwargs[name] = _number(name, opts[name], int)
-    for name in _STRINGS:
-        kwargs[name] = _string(name, opts[name])
-    for name in ("fit_intercept", "shrinking"):
-        if not isinstance(opts[name], bool):
-            msg = f"{name} must be a bool, got {type(opts[name]).__name__}"
-            raise TypeError(msg)
-        kwargs[name] = opts[name]
-    kwargs["groups"] = _groups(opts["groups"])
     layout = {
         "n_feature_inputs": len(feature_exprs),
         "has_weights": weights is not None,
-        "n_features": _number("n_features", opts["n_features"], int),
+        "n_features": kwargs.pop("n_features"),
         "null_policy": kwargs.pop("null_policy"),
         "has_warm_start": warm_start is not None,
         "names": [_name(a) for a in args],
@@ -532,44 +510,6 @@ def predict(
     )
 
 
-_CRF_DEFAULTS: dict[str, Any] = {
-    "l2": None,
-    "tol": 1e-6,
-    "max_epochs": 100,
-    "check_every": 1,
-    "sampling": "gap",
-    "non_uniform": 0.8,
-    "seed": 0,
-    "max_memory": None,
-    "max_seconds": None,
-    "max_sequence_length": None,
-    "n_threads": None,
-    "n_features": None,
-    "null_policy": "raise",
-    "on_error": "raise",
-}
-_CRF_FLOATS = ("l2", "tol", "non_uniform", "max_seconds")
-_CRF_INTS = (
-    "max_epochs",
-    "check_every",
-    "seed",
-    "max_memory",
-    "max_sequence_length",
-    "n_threads",
-    "n_features",
-)
-_CRF_OPTIONAL = ("l2", "max_memory", "max_seconds", "max_sequence_length", "n_threads", "n_features")
-
-
-def _crf_number(name: str, value: object, kind: type) -> float | int | None:
-    if value is None and name in _CRF_OPTIONAL:
-        return None
-    if value is None:
-        msg = f"{name} must be a number, got None"
-        raise TypeError(msg)
-    return _number(name, value, kind)
-
-
 class _SequenceOrder:
     """``order_by=`` of the CRF expressions, done on the expressions.
 
@@ -617,17 +557,10 @@ def _crf_call(
     order: _SequenceOrder,
     options: dict[str, Any],
 ) -> pl.Expr:
-    opts = _with_defaults(options, _CRF_DEFAULTS)
+    kwargs = _options(options, _CRF_OPTIONS)
     feature_exprs = [order.sort(e) for e in _feature_exprs(features)]
     sequence, sequence_name = order.sequence_arg()
     args = [order.sort(_expr(tag, "tag")), *feature_exprs, sequence]
-    kwargs: dict[str, Any] = {}
-    for name in _CRF_FLOATS:
-        kwargs[name] = _crf_number(name, opts[name], float)
-    for name in _CRF_INTS:
-        kwargs[name] = _crf_number(name, opts[name], int)
-    for name in ("sampling", "null_policy", "on_error"):
-        kwargs[name] = _string(name, opts[name])
     layout = {
         "n_feature_inputs": len(feature_exprs),
         "has_weights": False,
@@ -819,7 +752,7 @@ def crf_predict(
     layout = {
         "n_feature_inputs": len(args) - 2,
         "has_weights": False,
-        "n_features": _number("n_features", n_features, int),
+        "n_features": None if n_features is None else _number("n_features", n_features, int),
         "null_policy": "raise",
         "names": [*(_name(a) for a in args[:-1]), sequence_name],
     }

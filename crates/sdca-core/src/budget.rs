@@ -186,19 +186,19 @@ pub fn check_linear(budget: &Budget, n: usize, d: usize, k: usize, width: Width)
     })
 }
 
-/// Checks a CRF fit against `budget` with [`crate::crf::memory_estimate`], naming the largest
-/// part as the cause: the pairwise marginals (`K^2` per token: many tags), the weights (`K A`:
-/// many attributes), the per-sequence work buffers (`K^2` per token of the longest sequence) or
-/// the sequences.
+/// Checks a CRF fit whose estimate ([`crate::crf::memory_estimate`]) is `needed` bytes against
+/// `budget`, naming the largest part as the cause: the pairwise marginals (`K^2` per token: many
+/// tags), the weights (`K A`: many attributes), the per-sequence work buffers (`K^2` per token
+/// of the longest sequence) or the sequences.
 pub fn check_crf(
     budget: &Budget,
+    needed: u64,
     n_tokens: usize,
     n_sequences: usize,
     n_labels: usize,
     n_attributes: usize,
     max_len: usize,
 ) -> Result<()> {
-    let needed = crate::crf::memory_estimate(n_tokens, n_sequences, n_labels, n_attributes, max_len);
     budget.check(needed, || {
         let (nt, k, a, t) = (n_tokens as u128, n_labels as u128, n_attributes as u128, max_len as u128);
         let marginals = 8 * k * (nt + k * nt);
@@ -335,14 +335,15 @@ mod tests {
     #[test]
     fn crf_causes() {
         let budget = Budget::new(None, Some(1_000_000_000));
-        let e = check_crf(&budget, 100_000, 1000, 100_000, 10, 100).unwrap_err();
+        let e = check_crf(&budget, 8 * 10u64.pow(15), 100_000, 1000, 100_000, 10, 100).unwrap_err();
         assert!(
-            e.to_string().starts_with("100,000 tags for 100,000 tokens: the marginals would need"),
+            e.to_string()
+                .starts_with("100,000 tags for 100,000 tokens: the marginals would need about 8.0 PB"),
             "{e}"
         );
-        let e = check_crf(&budget, 100, 10, 5, 4_000_000_000, 10).unwrap_err();
+        let e = check_crf(&budget, 2 * 10u64.pow(11), 100, 10, 5, 4_000_000_000, 10).unwrap_err();
         assert!(e.to_string().starts_with("4,000,000,000 attributes x 5 tags: the weights"), "{e}");
-        assert!(check_crf(&budget, 10_000, 100, 9, 1000, 100).is_ok());
+        assert!(check_crf(&budget, 10u64.pow(8), 10_000, 100, 9, 1000, 100).is_ok());
     }
 
     #[test]

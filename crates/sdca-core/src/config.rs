@@ -201,31 +201,34 @@ pub struct FitParams {
     pub shrinking: bool,
 }
 
+/// The defaults of the option schema ([`crate::options::FIT_OPTIONS`]), read at compile time.
 impl Default for FitParams {
     fn default() -> Self {
+        use crate::options::{boolean, float, int, text, FIT_OPTIONS as O};
         Self {
-            loss: "logistic".into(),
-            smoothing: 1.0,
-            epsilon: 0.1,
-            quantile: 0.5,
-            l2: 1e-4,
-            l1: 0.0,
-            solver: "auto".into(),
-            sampling: "permutation".into(),
-            tol: 1e-6,
-            max_epochs: 500,
-            check_every: 1,
-            seed: 0,
-            fit_intercept: true,
-            intercept_scaling: 1.0,
+            loss: const { text(O, "loss") }.into(),
+            smoothing: const { float(O, "smoothing") },
+            epsilon: const { float(O, "epsilon") },
+            quantile: const { float(O, "quantile") },
+            l2: const { float(O, "l2") },
+            l1: const { float(O, "l1") },
+            solver: const { text(O, "solver") }.into(),
+            sampling: const { text(O, "sampling") }.into(),
+            tol: const { float(O, "tol") },
+            max_epochs: const { int(O, "max_epochs") },
+            check_every: const { int(O, "check_every") },
+            seed: const { int(O, "seed") },
+            fit_intercept: const { boolean(O, "fit_intercept") },
+            intercept_scaling: const { float(O, "intercept_scaling") },
             max_seconds: None,
             max_memory: None,
+            // Not a user option: the core's benchmarks of Remark 1's practical variant.
             inner_epochs: None,
             groups: None,
-            group_norm: "l2".into(),
-            output: "last".into(),
-            pdprox_variant: "dual".into(),
-            shrinking: true,
+            group_norm: const { text(O, "group_norm") }.into(),
+            output: const { text(O, "output") }.into(),
+            pdprox_variant: const { text(O, "pdprox_variant") }.into(),
+            shrinking: const { boolean(O, "shrinking") },
         }
     }
 }

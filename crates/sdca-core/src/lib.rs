@@ -15,6 +15,7 @@ pub mod data;
 pub mod error;
 pub mod loss;
 pub mod math;
+pub mod options;
 pub mod reg;
 pub mod sampling;
 pub mod solver;

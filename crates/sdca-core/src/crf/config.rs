@@ -62,17 +62,20 @@ pub struct CrfParams {
     pub n_threads: Option<i64>,
 }
 
+/// The defaults of the option schema ([`crate::options::CRF_OPTIONS`]), read at compile time.
 impl Default for CrfParams {
     fn default() -> Self {
+        use crate::options::{float, int, text, CRF_OPTIONS as O};
         Self {
             l2: None,
-            tol: 1e-6,
-            max_epochs: 100,
-            check_every: 1,
-            sampling: "gap".into(),
-            non_uniform: 0.8,
+            tol: const { float(O, "tol") },
+            max_epochs: const { int(O, "max_epochs") },
+            check_every: const { int(O, "check_every") },
+            sampling: const { text(O, "sampling") }.into(),
+            non_uniform: const { float(O, "non_uniform") },
+            // Not a user option: the paper's sub-precision of the line search.
             line_search_tol: 1e-3,
-            seed: 0,
+            seed: const { int(O, "seed") },
             max_memory: None,
             max_seconds: None,
             max_sequence_length: None,

@@ -1,4 +1,4 @@
-//! The CRF dual variables: node and edge marginals per sequence, stored as logs.
+//! The CRF dual variables: node and edge marginals per sequence, stored as probabilities.
 //!
 //! The dual of `papers/sdca-crf.txt` eq. 3 has one distribution `alpha_i` over the `K^T`
 //! labellings of sequence `i`. On a chain it is represented exactly by its clique marginals
@@ -13,93 +13,87 @@
 //! ```
 //!
 //! Every such quantity is a *chain sum* `<e, u>_chain = sum_edges sum_{kl} e - sum_{interior}
-//! sum_k u` ([`chain_fold`]). Special cases: `T = 1` sums the single node, `T = 2` the single
-//! edge (no separator). Entropies use `0 log 0 = 0` and are computed from logs as
-//! `-sum exp(l) l`.
+//! sum_k u` ([`lattice_fold`]), added block by block with compensation so that its rounding
+//! error is a few ulps of `sum |terms|` whatever the length; the `log` of each cell is the
+//! vectorised one of `crf/vlog.rs`. Special cases: `T = 1` sums the
+//! single node, `T = 2` the single edge (no separator). Entropies use `0 log 0 = 0`.
 //!
-//! Storage (note section 2.6): two flat arenas of `f64` logs, nodes `[t][k]` at
-//! `node_off[i] = K * start_i` and edges `[t][k][l]` at `edge_off[i] = K^2 * (start_i - i)`,
-//! about `8 (K N + K^2 (N - n))` bytes for `N` tokens in `n` sequences.
+//! Storage (note section 2.6): two flat arenas of `f64` probabilities (the oracle's marginals
+//! go straight into them, and a step is `mu <- mu + gamma (nu - mu)`, no `exp` or `log`), nodes
+//! `[t][k]` at `node_off[i] = K * start_i` and edges `[t][k][l]` at `edge_off[i] = K^2 *
+//! (start_i - i)`, about `8 (K N + K^2 (N - n))` bytes for `N` tokens in `n` sequences. A step
+//! keeps every entry `>= 0` in floating point: `nu - mu >= -mu` and `gamma (nu - mu) >= -mu`
+//! are rounded monotonically.
 
+use super::chain::Sum;
+use super::vlog::{entropy_kl, xlogx_sum};
 use crate::error::{Result, SdcaError};
 
-/// Folds `M` chain sums at once: `node(j)` and `edge(j)` return the terms of flat node entry `j`
-/// (`t * K + k`) and flat edge entry `j` (`(t * K + k) * K + l`). Edges count `+`, interior
-/// nodes `-`; a single node (`T = 1`) counts `+`.
+/// Lattice cells per block of a [`lattice_fold`]: blocks are summed plainly (in SIMD lanes),
+/// blocks added with compensation.
+const BLOCK: usize = 256;
+
+/// Folds `M` chain sums at once from a blockwise term function: `f(edge, range)` returns the sums
+/// of the terms of the edge (`edge = true`, flat entries `(t * K + k) * K + l`) or node (flat
+/// entries `t * K + k`) cells in `range`. Edges count `+`, interior nodes `-`; a single node
+/// (`T = 1`) counts `+`. Blocks of [`BLOCK`] cells are added with compensation, so the rounding
+/// is a few ulps of `sum |terms|` whatever the length.
 #[inline]
-pub(crate) fn chain_fold<const M: usize>(
+pub(crate) fn lattice_fold<const M: usize>(
     t_len: usize,
     k: usize,
-    mut node: impl FnMut(usize) -> [f64; M],
-    mut edge: impl FnMut(usize) -> [f64; M],
+    mut f: impl FnMut(bool, std::ops::Range<usize>) -> [f64; M],
 ) -> [f64; M] {
-    let mut acc = [0.0; M];
-    if t_len == 1 {
-        for j in 0..k {
-            let v = node(j);
+    let mut acc = [Sum::default(); M];
+    let mut run = |edge: bool, range: std::ops::Range<usize>, sign: f64| {
+        let mut start = range.start;
+        while start < range.end {
+            let end = (start + BLOCK).min(range.end);
+            let v = f(edge, start..end);
             for m in 0..M {
-                acc[m] += v[m];
+                acc[m].add(sign * v[m]);
             }
+            start = end;
         }
-        return acc;
-    }
-    for j in 0..(t_len - 1) * k * k {
-        let v = edge(j);
-        for m in 0..M {
-            acc[m] += v[m];
-        }
-    }
-    for j in k..(t_len - 1) * k {
-        let v = node(j);
-        for m in 0..M {
-            acc[m] -= v[m];
-        }
-    }
-    acc
-}
-
-/// `p log p` from `l = log p`, with `0 log 0 = 0`.
-#[inline]
-fn plogp(l: f64) -> f64 {
-    if l == f64::NEG_INFINITY {
-        0.0
+    };
+    if t_len == 1 {
+        run(false, 0..k, 1.0);
     } else {
-        l.exp() * l
+        run(true, 0..(t_len - 1) * k * k, 1.0);
+        run(false, k..(t_len - 1) * k, -1.0);
     }
+    acc.map(|a| a.get())
 }
 
-/// `p (log p - log q)` from logs, with `0 log 0 = 0`.
-#[inline]
-fn kl_term(lp: f64, lq: f64) -> f64 {
-    if lp == f64::NEG_INFINITY {
-        0.0
-    } else {
-        lp.exp() * (lp - lq)
-    }
-}
-
-/// Junction-tree entropy `H~(mu)` of a chain from its log-marginals.
+/// Junction-tree entropy `H~(mu)` of a chain from its marginals.
 pub(crate) fn chain_entropy(t_len: usize, k: usize, node: &[f64], edge: &[f64]) -> f64 {
-    let [h] = chain_fold(t_len, k, |j| [-plogp(node[j])], |j| [-plogp(edge[j])]);
-    h
+    let [h] = lattice_fold(t_len, k, |e, r| [if e { xlogx_sum(&edge[r]) } else { xlogx_sum(&node[r]) }]);
+    -h
 }
 
-/// Junction-tree divergence `KL~(mu || nu)` from log-marginals; not clamped, so rounding can
-/// make it slightly negative.
-pub(crate) fn chain_kl(
+/// `(H~(mu), KL~(mu || nu))` from the marginals `mu` and the logs of `nu` per cell (nodes `T x K`,
+/// edges `(T-1) x K x K`). Each divergence term is `mu (log mu - log nu)`, small where `mu` is
+/// close to `nu`, so the sum is accurate near the optimum. Not clamped: rounding can make the
+/// divergence slightly negative.
+pub(crate) fn chain_entropy_kl(
     t_len: usize,
     k: usize,
     (mu_node, mu_edge): (&[f64], &[f64]),
-    (nu_node, nu_edge): (&[f64], &[f64]),
-) -> f64 {
-    let [d] =
-        chain_fold(t_len, k, |j| [kl_term(mu_node[j], nu_node[j])], |j| [kl_term(mu_edge[j], nu_edge[j])]);
-    d
+    (lnu_node, lnu_edge): (&[f64], &[f64]),
+) -> (f64, f64) {
+    let [h, d] = lattice_fold(t_len, k, |e, r| {
+        if e {
+            entropy_kl(&mu_edge[r.clone()], &lnu_edge[r])
+        } else {
+            entropy_kl(&mu_node[r.clone()], &lnu_node[r])
+        }
+    });
+    (-h, d)
 }
 
-/// Per-sequence log-marginals in two flat arenas.
+/// Per-sequence marginals in two flat arenas.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct LogMarginals {
+pub(crate) struct Marginals {
     k: usize,
     node: Vec<f64>,
     edge: Vec<f64>,
@@ -115,7 +109,7 @@ pub(crate) fn zeros(len: usize) -> Result<Vec<f64>> {
     Ok(v)
 }
 
-impl LogMarginals {
+impl Marginals {
     /// Zero-filled storage for sequences `[starts[i], starts[i+1])` (validated offsets) over `k`
     /// labels.
     pub(crate) fn new(starts: &[usize], k: usize) -> Result<Self> {
@@ -133,7 +127,7 @@ impl LogMarginals {
         (self.node_off[i + 1] - self.node_off[i]) / self.k
     }
 
-    /// Node (`T x K`) and edge (`(T-1) x K x K`) log-marginals of sequence `i`.
+    /// Node (`T x K`) and edge (`(T-1) x K x K`) marginals of sequence `i`.
     #[inline]
     pub(crate) fn block(&self, i: usize) -> (&[f64], &[f64]) {
         (
@@ -142,7 +136,7 @@ impl LogMarginals {
         )
     }
 
-    /// Mutable node and edge log-marginals of sequence `i`.
+    /// Mutable node and edge marginals of sequence `i`.
     #[inline]
     pub(crate) fn block_mut(&mut self, i: usize) -> (&mut [f64], &mut [f64]) {
         (
@@ -166,20 +160,27 @@ mod tests {
     use rand::{Rng, SeedableRng};
     use rand_xoshiro::Xoshiro256PlusPlus;
 
-    /// Log-marginals of a random chain distribution, or of a mixture of two (still consistent).
-    fn random_marginals(rng: &mut Xoshiro256PlusPlus, t_len: usize, k: usize) -> (Vec<f64>, Vec<f64>) {
-        let mut ws = ChainWorkspace::new();
-        let mut one = || {
-            let unary: Vec<f64> = (0..t_len * k).map(|_| rng.random_range(-2.0..2.0)).collect();
-            let trans: Vec<f64> = (0..k * k).map(|_| rng.random_range(-2.0..2.0)).collect();
-            let mut node = vec![0.0; t_len * k];
-            let mut edge = vec![0.0; (t_len - 1) * k * k];
-            ws.log_marginals(&unary, &trans, k, &mut node, &mut edge);
-            (node, edge)
-        };
-        let (a, b) = (one(), one());
+    type Pair = (Vec<f64>, Vec<f64>);
+
+    /// Log-marginals of a random chain distribution.
+    fn chain_logs(rng: &mut Xoshiro256PlusPlus, t_len: usize, k: usize, scale: f64) -> Pair {
+        let unary: Vec<f64> = (0..t_len * k).map(|_| rng.random_range(-scale..scale)).collect();
+        let trans: Vec<f64> = (0..k * k).map(|_| rng.random_range(-scale..scale)).collect();
+        let mut node = vec![0.0; t_len * k];
+        let mut edge = vec![0.0; (t_len - 1) * k * k];
+        ChainWorkspace::new().log_marginals(&unary, &trans, k, &mut node, &mut edge);
+        (node, edge)
+    }
+
+    fn exp(p: &Pair) -> Pair {
+        (p.0.iter().map(|l| l.exp()).collect(), p.1.iter().map(|l| l.exp()).collect())
+    }
+
+    /// Marginals of a mixture of two chain distributions (consistent, not a chain
+    /// distribution itself).
+    fn mixture(a: &Pair, b: &Pair, weight: f64) -> Pair {
         let mix = |x: &[f64], y: &[f64]| -> Vec<f64> {
-            x.iter().zip(y).map(|(p, q)| (0.3 * p.exp() + 0.7 * q.exp()).ln()).collect()
+            x.iter().zip(y).map(|(p, q)| weight * p + (1.0 - weight) * q).collect()
         };
         (mix(&a.0, &b.0), mix(&a.1, &b.1))
     }
@@ -188,14 +189,14 @@ mod tests {
     fn joint_log(node: &[f64], edge: &[f64], k: usize, y: &[u32]) -> f64 {
         let t_len = y.len();
         if t_len == 1 {
-            return node[y[0] as usize];
+            return node[y[0] as usize].ln();
         }
         let mut l = 0.0;
         for t in 0..t_len - 1 {
-            l += edge[t * k * k + y[t] as usize * k + y[t + 1] as usize];
+            l += edge[t * k * k + y[t] as usize * k + y[t + 1] as usize].ln();
         }
         for t in 1..t_len - 1 {
-            l -= node[t * k + y[t] as usize];
+            l -= node[t * k + y[t] as usize].ln();
         }
         l
     }
@@ -205,8 +206,11 @@ mod tests {
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
         for k in 1..=3 {
             for t_len in 1..=5 {
-                let mu = random_marginals(&mut rng, t_len, k);
-                let nu = random_marginals(&mut rng, t_len, k);
+                let (a, b) =
+                    (exp(&chain_logs(&mut rng, t_len, k, 2.0)), exp(&chain_logs(&mut rng, t_len, k, 2.0)));
+                let mu = mixture(&a, &b, 0.3);
+                let lnu = chain_logs(&mut rng, t_len, k, 2.0);
+                let nu = exp(&lnu);
                 let (mut h, mut kl, mut mass) = (0.0, 0.0, 0.0);
                 for y in all_paths(t_len, k) {
                     let lm = joint_log(&mu.0, &mu.1, k, &y);
@@ -216,11 +220,15 @@ mod tests {
                     kl += lm.exp() * (lm - ln);
                 }
                 assert!((mass - 1.0).abs() < 1e-12, "junction tree is normalised");
-                let h_chain = chain_entropy(t_len, k, &mu.0, &mu.1);
-                let kl_chain = chain_kl(t_len, k, (&mu.0, &mu.1), (&nu.0, &nu.1));
+                let (h_chain, kl_chain) = chain_entropy_kl(t_len, k, (&mu.0, &mu.1), (&lnu.0, &lnu.1));
                 assert!((h - h_chain).abs() < 1e-10, "k={k} T={t_len}: {h} vs {h_chain}");
+                assert!((h - chain_entropy(t_len, k, &mu.0, &mu.1)).abs() < 1e-10);
                 assert!((kl - kl_chain).abs() < 1e-10, "k={k} T={t_len}: {kl} vs {kl_chain}");
-                assert!(chain_kl(t_len, k, (&mu.0, &mu.1), (&mu.0, &mu.1)).abs() < 1e-15);
+                let lmu = (
+                    mu.0.iter().map(|p| p.ln()).collect::<Vec<_>>(),
+                    mu.1.iter().map(|p| p.ln()).collect::<Vec<_>>(),
+                );
+                assert!(chain_entropy_kl(t_len, k, (&mu.0, &mu.1), (&lmu.0, &lmu.1)).1.abs() < 1e-14);
             }
         }
     }
@@ -238,7 +246,22 @@ mod tests {
         let mut node = vec![0.0; t_len * k];
         let mut edge = vec![0.0; (t_len - 1) * k * k];
         ChainWorkspace::new().log_marginals(&unary, &trans, k, &mut node, &mut edge);
-        assert!((chain_entropy(t_len, k, &node, &edge) - (log_z - mean)).abs() < 1e-10);
+        let p = exp(&(node, edge));
+        assert!((chain_entropy(t_len, k, &p.0, &p.1) - (log_z - mean)).abs() < 1e-10);
+    }
+
+    #[test]
+    fn chain_sums_of_long_chains_do_not_drift() {
+        // A chain of 10^6 identical independent positions: H~ = T H(p), exactly.
+        let (t_len, k) = (1_000_000usize, 2usize);
+        let p = [0.3, 0.7];
+        let node: Vec<f64> = (0..t_len).flat_map(|_| p).collect();
+        let edge: Vec<f64> =
+            (0..t_len - 1).flat_map(|_| [p[0] * p[0], p[0] * p[1], p[1] * p[0], p[1] * p[1]]).collect();
+        let h1 = -(p[0] * p[0].ln() + p[1] * p[1].ln());
+        let h = chain_entropy(t_len, k, &node, &edge);
+        let exact = t_len as f64 * h1;
+        assert!(((h - exact) / exact).abs() < 1e-14, "{h} vs {exact}");
     }
 
     proptest::proptest! {
@@ -255,46 +278,35 @@ mod tests {
             weight in 0.0f64..1.0,
         ) {
             let mut rng = Xoshiro256PlusPlus::seed_from_u64(seed);
-            let mut ws = ChainWorkspace::new();
-            let mut one = || {
-                let unary: Vec<f64> = (0..t_len * k).map(|_| rng.random_range(-scale..scale)).collect();
-                let trans: Vec<f64> = (0..k * k).map(|_| rng.random_range(-scale..scale)).collect();
-                let mut node = vec![0.0; t_len * k];
-                let mut edge = vec![0.0; (t_len - 1) * k * k];
-                ws.log_marginals(&unary, &trans, k, &mut node, &mut edge);
-                (node, edge)
-            };
-            let (a, b) = (one(), one());
+            let la = chain_logs(&mut rng, t_len, k, scale);
+            let lb = chain_logs(&mut rng, t_len, k, scale);
+            let (a, b) = (exp(&la), exp(&lb));
             for t in 0..t_len.saturating_sub(1) {
                 for j in 0..k {
-                    let out: f64 = (0..k).map(|l| a.1[(t * k + j) * k + l].exp()).sum();
-                    let inc: f64 = (0..k).map(|l| a.1[(t * k + l) * k + j].exp()).sum();
-                    proptest::prop_assert!((out - a.0[t * k + j].exp()).abs() < 1e-9);
-                    proptest::prop_assert!((inc - a.0[(t + 1) * k + j].exp()).abs() < 1e-9);
+                    let out: f64 = (0..k).map(|l| a.1[(t * k + j) * k + l]).sum();
+                    let inc: f64 = (0..k).map(|l| a.1[(t * k + l) * k + j]).sum();
+                    proptest::prop_assert!((out - a.0[t * k + j]).abs() < 1e-9);
+                    proptest::prop_assert!((inc - a.0[(t + 1) * k + j]).abs() < 1e-9);
                 }
             }
-            let mix = |x: &[f64], y: &[f64]| -> Vec<f64> {
-                x.iter().zip(y).map(|(p, q)| (weight * p.exp() + (1.0 - weight) * q.exp()).ln()).collect()
-            };
-            let m = (mix(&a.0, &b.0), mix(&a.1, &b.1));
+            let m = mixture(&a, &b, weight);
             proptest::prop_assert!(chain_entropy(t_len, k, &m.0, &m.1) >= -1e-9);
-            proptest::prop_assert!(chain_kl(t_len, k, (&m.0, &m.1), (&a.0, &a.1)) >= -1e-9);
-            proptest::prop_assert!(chain_kl(t_len, k, (&a.0, &a.1), (&m.0, &m.1)) >= -1e-9);
+            proptest::prop_assert!(chain_entropy_kl(t_len, k, (&m.0, &m.1), (&la.0, &la.1)).1 >= -1e-9);
         }
     }
 
     #[test]
     fn arena_offsets() {
         let starts = [0, 1, 3, 6];
-        let mut m = LogMarginals::new(&starts, 2).unwrap();
+        let mut m = Marginals::new(&starts, 2).unwrap();
         assert_eq!((m.len_of(0), m.len_of(1), m.len_of(2)), (1, 2, 3));
         let (n0, e0) = m.block(0);
         assert_eq!((n0.len(), e0.len()), (2, 0));
         let (n2, e2) = m.block(2);
         assert_eq!((n2.len(), e2.len()), (6, 8));
         let (n1, e1) = m.block_mut(1);
-        n1.fill(-2f64.ln());
-        e1.fill(-4f64.ln());
+        n1.fill(0.5);
+        e1.fill(0.25);
         assert!((m.entropy(1) - 4f64.ln()).abs() < 1e-15);
         assert_eq!(m.node.len(), 12);
         assert_eq!(m.edge.len(), 12);

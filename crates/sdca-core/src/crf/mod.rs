@@ -15,8 +15,9 @@
 //! per-sequence clique marginals, one sequence at a time, and certifies the result by the gap
 //! `P - D >= 0`. Modules, each with the math it implements:
 //!
-//! - [`chain`]: log-space forward-backward and Viterbi on one chain;
-//! - `marginals`: the dual variables (log node and edge marginals), chain entropy and KL;
+//! - [`chain`]: scaled forward-backward (probability space, log space as a fallback) and
+//!   Viterbi on one chain;
+//! - `marginals`: the dual variables (node and edge marginals), chain entropy and KL;
 //! - `line_search`: exact step size by safeguarded Newton;
 //! - [`crate::sampling`]: uniform or gap-proportional choice of the next sequence (sum tree);
 //! - [`model`]: data, feature map and weight layout; [`predict`]: Viterbi labels and marginals;
@@ -29,8 +30,9 @@ mod marginals;
 pub mod model;
 pub mod predict;
 pub mod sdca;
+mod vlog;
 
 pub use config::{CrfConfig, CrfParams, CrfSampling};
 pub use model::{memory_estimate, CrfProblem, CrfWeights, TokenRows};
 pub use predict::{crf_marginals, crf_predict, CrfMarginals};
-pub use sdca::{crf_fit, CrfFit};
+pub use sdca::{crf_fit, crf_fit_on, CrfFit};

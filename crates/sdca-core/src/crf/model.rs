@@ -35,6 +35,8 @@ use crate::error::{Result, SdcaError};
 pub trait TokenRows: Rows {
     /// Calls `f(column, value)` for every stored entry of `row` (dense rows: every non-zero).
     fn for_each_entry<F: FnMut(usize, f64)>(&self, row: usize, f: F);
+    /// An upper bound on the number of entries [`TokenRows::for_each_entry`] visits in `rows`.
+    fn entries_in(&self, rows: Range<usize>) -> usize;
 }
 
 impl TokenRows for CsrView<'_> {
@@ -44,6 +46,10 @@ impl TokenRows for CsrView<'_> {
         for (&j, &x) in idx.iter().zip(val) {
             f(j as usize, x);
         }
+    }
+
+    fn entries_in(&self, rows: Range<usize>) -> usize {
+        (rows.start..rows.end).map(|r| self.row(r).0.len()).sum()
     }
 }
 
@@ -55,6 +61,10 @@ impl TokenRows for DenseView<'_> {
                 f(j, x);
             }
         }
+    }
+
+    fn entries_in(&self, rows: Range<usize>) -> usize {
+        rows.len().saturating_mul(self.n_cols())
     }
 }
 
@@ -354,35 +364,67 @@ impl<'a> CrfWeights<'a> {
     }
 }
 
-/// Estimated peak bytes of a CRF fit: the log-marginals `8 (K N + K^2 (N - n))` (note section
+/// Estimated peak bytes of a CRF fit of `problem` with `slots` concurrent steps (1 when
+/// single-threaded, `8 n_threads` otherwise): the marginals `8 (K N + K^2 (N - n))` (note section
 /// 2.6), the weights and their work copy `16 d`, per-sequence state (gaps, entropies, offsets,
-/// sum tree) and the per-step work buffers (`O(T_max K^2 + A K)`).
-pub fn memory_estimate(
-    n_tokens: usize,
-    n_sequences: usize,
-    n_labels: usize,
-    n_attributes: usize,
-    max_len: usize,
+/// sum tree), the per-sequence attribute index (`8` bytes per stored entry) and per slot the
+/// step's work buffers (`O(T_max K^2 + |active| K)`).
+pub fn memory_estimate<D: TokenRows>(problem: &CrfProblem<'_, D>, slots: usize) -> u64 {
+    let x = problem.x();
+    let entries = x.entries_in(0..problem.n_tokens());
+    let max_entries =
+        (0..problem.n_sequences()).map(|i| x.entries_in(problem.sequence(i))).max().unwrap_or(0);
+    memory_bytes(
+        (problem.n_tokens(), problem.n_sequences(), problem.max_len()),
+        (problem.n_labels(), problem.n_attributes()),
+        (entries, max_entries.min(problem.n_attributes())),
+        slots,
+    )
+}
+
+/// [`memory_estimate`] from the sizes: `(tokens, sequences, longest)`, `(labels, attributes)`,
+/// `(stored entries, largest active set)` and the slot count.
+pub(crate) fn memory_bytes(
+    (n_tokens, n_sequences, max_len): (usize, usize, usize),
+    (n_labels, n_attributes): (usize, usize),
+    (entries, max_active): (usize, usize),
+    slots: usize,
 ) -> u64 {
     let (nt, ns, k, a, tm) =
         (n_tokens as u128, n_sequences as u128, n_labels as u128, n_attributes as u128, max_len as u128);
     let mul = |xs: &[u128]| xs.iter().fold(1u128, |acc, &x| acc.saturating_mul(x));
+    let slot = [
+        // Scores, nu / delta nodes, log factors, forward-backward vectors: 9 T K numbers, plus
+        // back-pointers, scale factors and edge scratch.
+        mul(&[76, tm, k]),
+        mul(&[16, tm]),
+        mul(&[16, k, k]),
+        // nu / delta edges.
+        mul(&[8, tm.saturating_sub(1), k, k]),
+        // The direction on the active attributes and the dense rest.
+        mul(&[8, max_active as u128, k]),
+        mul(&[24, k]),
+        mul(&[8, k, k]),
+    ]
+    .iter()
+    .fold(0u128, |acc, &x| acc.saturating_add(x));
     let parts = [
-        // Log-marginals: nodes and edges.
+        // Marginals: nodes and edges.
         mul(&[8, k, nt]),
         mul(&[8, k, k, nt.saturating_sub(ns)]),
         // Weights and their resync copy: 2 x 8 (K A + 3K + K^2).
         mul(&[16, a, k]),
         mul(&[48, k]),
         mul(&[16, k, k]),
-        // Per sequence: gaps, entropies, offsets, block gaps, sum tree.
-        mul(&[48, ns + 1]),
+        // Per sequence: gaps, entropies, offsets, block gaps, sum tree, marks.
+        mul(&[65, ns + 1]),
         mul(&[16, ns.max(1).next_power_of_two()]),
-        // Per step: scores, marginals, deltas, updates; active-set map and emission direction.
-        mul(&[48, tm, k]),
-        mul(&[24, tm.saturating_sub(1), k, k]),
-        mul(&[12, a]),
-        mul(&[8, k, a]),
+        // Attribute index: a position per stored entry, active sets, and the map building it.
+        mul(&[8, entries as u128]),
+        mul(&[4, a]),
+        // Transition exponentials.
+        mul(&[16, k, k]),
+        mul(&[slots.max(1) as u128, slot]),
     ];
     let total = parts.iter().fold(0u128, |acc, &x| acc.saturating_add(x));
     u64::try_from(total).unwrap_or(u64::MAX)
@@ -462,9 +504,10 @@ mod tests {
     #[test]
     fn memory_estimate_is_dominated_by_edges() {
         // POS-like: N = 9.1e5 tokens, n = 38 219 sequences, K = 45: about 13 GiB of edges.
-        let bytes = memory_estimate(910_000, 38_219, 45, 190_000, 200);
+        let bytes = memory_bytes((910_000, 38_219, 200), (45, 190_000), (910_000 * 13, 2_600), 16);
         let edges = 8.0 * 45.0 * 45.0 * (910_000.0 - 38_219.0);
         assert!(bytes as f64 > edges && (bytes as f64) < 1.1 * edges, "{bytes}");
-        assert_eq!(memory_estimate(usize::MAX, 1, usize::MAX, usize::MAX, usize::MAX), u64::MAX);
+        let max = usize::MAX;
+        assert_eq!(memory_bytes((max, 1, max), (max, max), (max, max), max), u64::MAX);
     }
 }

@@ -2,10 +2,11 @@
 //!
 //! For each sequence the unary scores `theta_t(k)` of [`crate::crf::model`] are built from the
 //! weights (attributes the model does not know, index `>= A`, are ignored: note pitfall 11), then
-//! [`ChainWorkspace::viterbi`] gives `argmax_y s(y)` and [`ChainWorkspace::log_marginals`] gives
-//! `p(y_t = k | x)` and `log Z`.
+//! [`ChainWorkspace::viterbi`] gives `argmax_y s(y)` and [`ChainWorkspace::marginals`] (scaled
+//! forward-backward) gives `p(y_t = k | x)` and `log Z`, with an error that does not grow with
+//! the length of the sequence.
 
-use super::chain::ChainWorkspace;
+use super::chain::{ChainWorkspace, Transitions};
 use super::model::{check_starts, unary_scores, CrfWeights, TokenRows};
 use crate::error::{Result, SdcaError};
 
@@ -58,17 +59,15 @@ pub fn crf_marginals<D: TokenRows>(model: &CrfWeights<'_>, x: &D, starts: &[usiz
     let mut node = vec![0.0; x.n_rows() * k];
     let mut log_partition = Vec::with_capacity(starts.len().saturating_sub(1));
     let mut edge: Vec<f64> = Vec::new();
+    let trans = Transitions::new(model.transition());
     for_each_sequence(model, x, starts, |i, theta, ws| {
         let t_len = starts[i + 1] - starts[i];
         edge.resize((t_len - 1) * k * k, 0.0);
         let out = &mut node[starts[i] * k..starts[i + 1] * k];
-        log_partition.push(ws.log_marginals(theta, model.transition(), k, out, &mut edge));
-        // Normalised per token in log space, not `exp(log mu)`: the log-marginals carry the
-        // rounding of `log Z` and of the forward and backward sums, which at scores of 1e16
-        // and more exceeds 1 (two labels tied at 6e154 both got 1; at 1e151 every label got 0).
+        log_partition.push(ws.marginals(theta, &trans, k, out, &mut edge, None));
+        // Renormalised per token: at scores of 1e16 and more the scores themselves carry more
+        // rounding than the marginals' sum can absorb (two labels tied at 6e154 both got 1).
         for token in out.chunks_mut(k) {
-            let top = token.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-            token.iter_mut().for_each(|l| *l = (*l - top).exp());
             let total: f64 = token.iter().sum();
             token.iter_mut().for_each(|p| *p /= total);
         }
