@@ -16,6 +16,7 @@ mod interrupt;
 mod kwargs;
 mod output;
 mod predict;
+mod threads;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
