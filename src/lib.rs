@@ -96,5 +96,6 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_fit_kwargs, m)?)?;
     m.add_function(wrap_pyfunction!(check_crf_kwargs, m)?)?;
     m.add_class::<cocoa::CocoaPartition>()?;
+    m.add_class::<cocoa::CocoaDriver>()?;
     Ok(())
 }

@@ -22,3 +22,24 @@ class CocoaPartition:
     def round(
         self, w: bytes, n_total: int, sigma: float, gamma: float, local_epochs: int, stream: int
     ) -> tuple[bytes, float, float, float]: ...
+
+class CocoaDriver:
+    """The driver of one CoCoA+ fit: the core's coordinator and the model struct."""
+
+    def __init__(
+        self,
+        packed: bytes,
+        label: Series,
+        shape: tuple[int, int, int],
+        aggregation: str,
+        local_epochs: int,
+        budget: tuple[int, int],
+    ) -> None: ...
+    @property
+    def done(self) -> bool: ...
+    def model(self) -> bytes: ...
+    def spec(self, k: int) -> tuple[int, float, float, int, int]: ...
+    def absorb(
+        self, outcomes: list[tuple[bytes, float, float, float] | None]
+    ) -> tuple[float, float, float] | None: ...
+    def result(self) -> Series: ...

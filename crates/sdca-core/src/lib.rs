@@ -15,6 +15,7 @@ pub mod error;
 pub mod loss;
 pub mod math;
 pub mod options;
+pub mod predict;
 pub mod reg;
 pub mod sampling;
 pub mod solver;
@@ -23,6 +24,6 @@ pub use config::{FitConfig, FitParams, Interrupt, SolverKind};
 pub use data::{CsrView, DenseView, Rows};
 pub use error::{Result, SdcaError};
 pub use solver::{
-    fit, fit_from, local_round, memory_estimate, row_outputs, FitResult, LocalRound, Problem, RoundSpec,
-    RowOutputs, Status, Warm,
+    fit, fit_from, local_round, memory_estimate, row_outputs, Aggregation, Coordinator, FitResult,
+    LocalRound, Problem, RoundSpec, RowOutputs, Status, Warm,
 };
