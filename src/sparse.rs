@@ -29,6 +29,6 @@ pub fn csr_column(name: &str, indptr: &Series, indices: &Series, values: &Series
     let entries = entries.rechunk();
     let chunk = entries.chunks().first().cloned().ok_or_else(|| compute("empty CSR struct".into()))?;
     let dtype = ListArray::<i64>::default_datatype(chunk.dtype().clone());
-    let list = ListArray::<i64>::try_new(dtype, offsets.into(), chunk, None)?;
+    let list = ListArray::<i64>::try_new(dtype, offsets, chunk, None)?;
     Ok(ListChunked::with_chunk(name.into(), list).into_series())
 }
