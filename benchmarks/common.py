@@ -119,7 +119,8 @@ def _phi(margin: FloatArray, y: FloatArray, loss: Loss, smoothing: float = 1.0) 
     if loss == "squared":
         return 0.5 * (margin - y) ** 2
     if loss == "smooth_hinge":
-        # Shalev-Shwartz & Zhang 2013 eq. 6 with gamma = smoothing: 0 above 1, linear below 1 - gamma, quadratic between.
+        # Shalev-Shwartz & Zhang 2013 eq. 6, gamma = smoothing: 0 above 1, linear below 1 - gamma,
+        # quadratic between.
         u = 1.0 - y * margin
         g = smoothing
         return np.where(u <= 0.0, 0.0, np.where(u >= g, u - 0.5 * g, 0.5 * u * u / g))

@@ -185,8 +185,9 @@ def test_sparse_lasso_and_elastic_net_match_sklearn(
 
     scikit-learn's ElasticNet minimises (1/2n)||y - Xw||^2 + a r ||w||_1 + (a (1 - r)/2)||w||^2,
     our squared loss with l1 = a r and l2 = a (1 - r); Lasso is r = 1 (our l2 = 0: the reduction
-    of Shalev-Shwartz & Zhang 2012 section 3.2). l1 = 0.003 lambda_max, where lambda_max = ||X^T y||_inf / n is
-    the smallest l1 with w* = 0, gives a support of a few dozen features out of ~24,000.
+    of Shalev-Shwartz & Zhang 2012 section 3.2). l1 = 0.003 lambda_max, where
+    lambda_max = ||X^T y||_inf / n is the smallest l1 with w* = 0, gives a support of a few dozen
+    features out of ~24,000.
     """
     from sklearn.linear_model import ElasticNet, Lasso
 

@@ -32,8 +32,9 @@ LOSSES: dict[str, dict[str, float]] = {
     "epsilon_insensitive": {"epsilon": 0.1},
 }
 NON_SMOOTH = {"hinge", "absolute", "epsilon_insensitive"}
-# SDCA converges sublinearly on Lipschitz losses (Shalev-Shwartz & Zhang 2013 Theorem 2); the absolute-type duals
-# move sign at every row near zero residual, so they need a stronger l2 to certify 1e-7 quickly.
+# SDCA converges sublinearly on Lipschitz losses (Shalev-Shwartz & Zhang 2013 Theorem 2); the
+# absolute-type duals move sign at every row near zero residual, so they need a stronger l2 to
+# certify 1e-7 quickly.
 L2 = {"absolute": 1e-2, "epsilon_insensitive": 1e-2}
 REF_PARAMS = {"smoothing": "gamma", "epsilon": "epsilon"}
 # Every solver that takes the loss (config.rs): "auto" picks Newton for smooth losses with few
