@@ -183,6 +183,31 @@ def test_lengths_one_and_two() -> None:
     assert two.select(ps.crf_predict(m, ["x"], sequence="s")).to_series().to_list() == ["a", "b", "b", "a"]
 
 
+@pytest.mark.parametrize("length", [200_000, 1_000_000])
+def test_a_long_sequence_is_a_legal_input(length: int) -> None:
+    """One document as one sequence (issue 15, item 5): two tags, one feature.
+
+    At 200,000 tokens the fit used to fail with "the crf fit's certificate (scores beyond f64
+    precision) overflowed f64" (log-space forward-backward, plain sums over positions). The
+    certificate identity ``P - D = gap`` must hold to a relative tolerance that does not depend
+    on the length.
+    """
+    rng = np.random.default_rng(length)
+    x = rng.random(length)
+    tags = np.where(rng.random(length) < 0.2 + 0.6 * (x > 0.5), "B", "A")
+    df = pl.DataFrame({"s": np.zeros(length, dtype=np.int64), "x": x, "t": tags})
+    m = df.select(ps.crf_fit("t", ["x"], sequence="s", max_epochs=2)).item()
+    assert m["status"].startswith("max_epochs")
+    assert not m["converged"]
+    assert (m["n_tokens"], m["n_sequences"]) == (length, 1)
+    assert m["gap"] >= 0.0
+    assert 0.0 < m["dual"] <= m["primal"]
+    assert abs(m["primal"] - m["dual"] - m["gap"]) <= 1e-12 * (abs(m["primal"]) + abs(m["dual"]))
+    pred = df.select(ps.crf_predict(m, ["x"], sequence="s")).to_series()
+    assert pred.len() == length
+    assert set(pred.unique().to_list()) <= {"A", "B"}
+
+
 def test_group_by_equals_separate_fits() -> None:
     a, b = tiny_frame(2), tiny_frame(3)
     df = pl.concat([a.with_columns(g=pl.lit("a")), b.with_columns(g=pl.lit("b"))])

@@ -1650,6 +1650,61 @@ mod tests {
         ));
     }
 
+    /// One sequence of `t_len` tokens, two tags, one feature (issue 15, item 5).
+    fn long_sequence(t_len: usize) -> (Vec<i64>, Vec<u32>, Vec<f64>, Vec<u32>) {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(t_len as u64);
+        let values: Vec<f64> = (0..t_len).map(|_| rng.random::<f64>()).collect();
+        let y =
+            values.iter().map(|&v| u32::from(rng.random::<f64>() < 0.2 + 0.6 * f64::from(v > 0.5))).collect();
+        ((0..=t_len as i64).collect(), vec![0; t_len], values, y)
+    }
+
+    fn check_long(t_len: usize, max_epochs: i64) -> CrfFit {
+        let (indptr, indices, values, y) = long_sequence(t_len);
+        let x = CsrView::new(&indptr, &indices, &values, 1).unwrap();
+        let starts = [0, t_len];
+        let p = CrfProblem::new(&x, &starts, &y, 2).unwrap();
+        let cfg = CrfParams { max_epochs, ..params() }.check().unwrap();
+        let f = crf_fit(&p, &cfg).unwrap();
+        // The certificate identity to a relative tolerance that does not depend on the length:
+        // every sum behind P, D and the gap is compensated over positions.
+        let scale = f.primal.abs() + f.dual.abs();
+        assert!(
+            (f.primal - f.dual - f.gap).abs() <= 1e-12 * scale,
+            "T={t_len}: P - D - gap {:e}",
+            f.primal - f.dual - f.gap
+        );
+        assert!(f.gap >= 0.0 && f.gap_trace.iter().all(|g| g.is_finite() && *g >= 0.0));
+        assert_eq!((f.block_gaps.len(), f.block_gaps[0]), (1, f.gap));
+        // The dual rose from about 0 and stays below the primal.
+        assert!(f.dual > 0.0 && f.dual <= f.primal, "T={t_len}: D {} P {}", f.dual, f.primal);
+        f
+    }
+
+    /// A CRF over one sequence of 200,000 tokens used to fail with "the crf fit's certificate
+    /// (scores beyond f64 precision) overflowed f64": log-space forward-backward lost
+    /// `O(T eps |score|)` per log-marginal, and the plain chain sums `O(T^2 eps)`.
+    #[test]
+    fn a_long_sequence_gets_a_valid_certificate() {
+        let f = check_long(200_000, 4);
+        assert_eq!((f.status, f.steps), (Status::MaxEpochs, 4));
+    }
+
+    #[test]
+    #[cfg_attr(debug_assertions, ignore = "10^6 tokens: run in release (cargo test --release)")]
+    fn a_million_token_sequence_gets_a_valid_certificate() {
+        let f = check_long(1_000_000, 3);
+        assert_eq!(f.n_tokens, 1_000_000);
+        // Viterbi and marginals over the whole sequence.
+        let (indptr, indices, values, _) = long_sequence(1_000_000);
+        let x = CsrView::new(&indptr, &indices, &values, 1).unwrap();
+        let m = crf_marginals(&f.weights(), &x, &[0, 1_000_000]).unwrap();
+        assert!(
+            m.log_partition[0].is_finite() && m.node.chunks(2).all(|p| (p[0] + p[1] - 1.0).abs() < 1e-12)
+        );
+        assert_eq!(crf_predict(&f.weights(), &x, &[0, 1_000_000]).unwrap().len(), 1_000_000);
+    }
+
     /// Found by the `crf` fuzz target: one token with a feature of -3.3e207 made the emission
     /// weights 1.7e197, their scores overflowed, and the fit returned `P = NaN`, `gap = inf`.
     #[test]
