@@ -97,8 +97,9 @@ pub fn rows_fields(tag: &DataType) -> Vec<Field> {
     ]
 }
 
-/// Output dtype of `crf_predict`: the inner dtype of the model's `labels`.
-pub fn predict_dtype(model: &DataType) -> PolarsResult<DataType> {
+/// Output dtype of `crf_predict`: the inner dtype of the model's `labels` (`kind="labels"`), or
+/// `List(Float64)` (`kind="marginals"`: one probability per label).
+pub fn predict_dtype(model: &DataType, kind: &str) -> PolarsResult<DataType> {
     let DataType::Struct(fields) = model else {
         return Err(compute(format!(
             "crf_predict needs a crf model struct column (the output of crf_fit), got {model}"
@@ -111,7 +112,9 @@ pub fn predict_dtype(model: &DataType) -> PolarsResult<DataType> {
             )));
         }
     }
+    crate::kwargs::one_of("kind", kind, &["labels", "marginals"])?;
     match fields.iter().find(|f| f.name().as_str() == "labels").map(|f| f.dtype()) {
+        Some(DataType::List(_)) if kind == "marginals" => Ok(DataType::List(Box::new(DataType::Float64))),
         Some(DataType::List(inner)) => Ok(inner.as_ref().clone()),
         other => Err(compute(format!("crf model field \"labels\" must be a list, got {other:?}"))),
     }
@@ -429,10 +432,38 @@ fn fingerprint(st: &StructChunked, m: usize) -> Option<Vec<u64>> {
     Some(out)
 }
 
-fn viterbi(model: &Decoded, feats: &Features, starts: &[usize], name: &str) -> PolarsResult<Vec<u32>> {
+/// What `crf_predict` computes for a run of sequences.
+enum Prediction {
+    /// Viterbi labels, one per row.
+    Labels(Vec<u32>),
+    /// `p(y_t = k | x)`, row-major `N x K`.
+    Marginals(Vec<f64>),
+}
+
+fn predict_on<D: TokenRows>(
+    w: &CrfWeights<'_>,
+    x: &D,
+    starts: &[usize],
+    marginals: bool,
+) -> sdca_core::Result<Prediction> {
+    match marginals {
+        true => crf_marginals(w, x, starts).map(|m| Prediction::Marginals(m.node)),
+        false => crf_predict(w, x, starts).map(Prediction::Labels),
+    }
+}
+
+fn run_predict(
+    model: &Decoded,
+    feats: &Features,
+    starts: &[usize],
+    name: &str,
+    marginals: bool,
+) -> PolarsResult<Prediction> {
     let w = model.weights(name)?;
-    let labels = match feats {
-        Features::Sparse(s) => crf_predict(&w, &s.view_with_width(s.n_cols().max(model.a))?, starts),
+    let out = match feats {
+        Features::Sparse(s) => {
+            predict_on(&w, &s.view_with_width(s.n_cols().max(model.a))?, starts, marginals)
+        }
         Features::Dense(d) => {
             let view = d.view()?;
             if view.n_cols() != model.a {
@@ -443,16 +474,18 @@ fn viterbi(model: &Decoded, feats: &Features, starts: &[usize], name: &str) -> P
                     model.a
                 )));
             }
-            crf_predict(&w, &view, starts)
+            predict_on(&w, &view, starts, marginals)
         }
     };
-    labels.map_err(|e| compute(format!("column {name:?}: {e}")))
+    out.map_err(|e| compute(format!("column {name:?}: {e}")))
 }
 
-/// `crf_predict`: the Viterbi tag of every row, each sequence with the model at its first row.
+/// `crf_predict`: the Viterbi tag (or the label marginals) of every row, each sequence with the
+/// model at its first row.
 pub fn predict(inputs: &[Series], kw: &CrfPredictKwargs) -> PolarsResult<Series> {
     let (model, feats, seq) = split(inputs, &kw.layout)?;
-    let out_dtype = predict_dtype(model.dtype())?;
+    let out_dtype = predict_dtype(model.dtype(), &kw.kind)?;
+    let marginals = kw.kind == "marginals";
     let name = model.name().to_string();
     let n = seq.len();
     if model.len() != n && model.len() != 1 {
@@ -487,9 +520,17 @@ pub fn predict(inputs: &[Series], kw: &CrfPredictKwargs) -> PolarsResult<Series>
         let sliced: Vec<Series> = feats_checked.iter().map(|s| s.slice(lo as i64, hi - lo)).collect();
         let features = convert::features(&sliced, &kw.layout)?;
         let local: Vec<usize> = starts[s0..=s1].iter().map(|s| s - lo).collect();
-        let labels = viterbi(&decoded, &features, &local, &name)?;
-        let idx = IdxCa::from_vec("".into(), labels.iter().map(|&l| l as IdxSize).collect());
-        values.push(decoded.labels.take(&idx)?.cast(&out_dtype)?);
+        match run_predict(&decoded, &features, &local, &name, marginals)? {
+            Prediction::Labels(labels) => {
+                let idx = IdxCa::from_vec("".into(), labels.iter().map(|&l| l as IdxSize).collect());
+                values.push(decoded.labels.take(&idx)?.cast(&out_dtype)?);
+            }
+            Prediction::Marginals(node) => {
+                let rows: Vec<Option<&[f64]>> =
+                    node.chunks_exact(decoded.labels.len().max(1)).map(Some).collect();
+                values.push(crate::output::blocks("", &rows, true));
+            }
+        }
     }
     let mut out = Series::new_empty(name.as_str().into(), &out_dtype);
     for v in values {
