@@ -1,4 +1,4 @@
-"""Accelerated vs plain Prox-SDCA as l2 shrinks: the pattern of accelerated-prox-sdca.txt Figure 3.
+"""Accelerated vs plain Prox-SDCA as l2 shrinks: the pattern of Shalev-Shwartz & Zhang 2014 Figure 3.
 
 Usage (from the repository root, plugin built with ``make build``)::
 

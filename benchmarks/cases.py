@@ -205,7 +205,7 @@ def sparse_solvers(
       alpha (1 - l1_ratio) ||w||^2 / 2``: ``alpha = l1 + l2``, ``l1_ratio = l1 / (l1 + l2)``.
     * lightning ``SDCAClassifier`` / ``SDCARegressor`` minimize ``(1/n) sum loss +
       alpha l1_ratio ||w||_1 + alpha (1 - l1_ratio) ||w||^2 / 2`` (its docstring and
-      ``sdca_fast.pyx``; smooth hinge with ``gamma`` as ``sdca.txt`` eq. 6, squared loss
+      ``sdca_fast.pyx``; smooth hinge with ``gamma`` as Shalev-Shwartz & Zhang 2013 eq. 6, squared loss
       ``(a - y)^2 / 2``): the same ``alpha``, ``l1_ratio``, and ``gamma = smoothing``.
 
     ``max_iter`` caps the peers' iterations; it is large by default so that the tolerance,

@@ -119,7 +119,8 @@ def _phi(margin: FloatArray, y: FloatArray, loss: Loss, smoothing: float = 1.0) 
     if loss == "squared":
         return 0.5 * (margin - y) ** 2
     if loss == "smooth_hinge":
-        # sdca.txt eq. 6 with gamma = smoothing: 0 above 1, linear below 1 - gamma, quadratic between.
+        # Shalev-Shwartz & Zhang 2013 eq. 6, gamma = smoothing: 0 above 1, linear below 1 - gamma,
+        # quadratic between.
         u = 1.0 - y * margin
         g = smoothing
         return np.where(u <= 0.0, 0.0, np.where(u >= g, u - 0.5 * g, 0.5 * u * u / g))
@@ -156,7 +157,7 @@ def primal_objective(
     ``w`` ``(..., d)`` (a batch of independent problems, e.g. one per group; an array of
     objectives of shape ``(...)`` is returned). Intercepts are handled by the callers as
     an explicit constant feature, so this one function scores every case. ``squared`` is
-    ``(a - y)^2 / 2`` as in DESIGN.md; ``smooth_hinge`` is ``sdca.txt`` eq. 6 with
+    ``(a - y)^2 / 2`` as in DESIGN.md; ``smooth_hinge`` is Shalev-Shwartz & Zhang 2013 eq. 6 with
     ``gamma = smoothing``.
     """
     w = np.asarray(w, dtype=np.float64)
@@ -187,7 +188,7 @@ def dual_objective(
 
     ``D(alpha) = (1/n) sum_i -phi_i*(-alpha_i) - l2 g*(v)`` with ``v = X^T alpha / (l2 n)``,
     ``g(w) = ||w||^2 / 2 + (l1 / l2) ||w||_1``, so ``g*(v) = ||w(alpha)||^2 / 2`` with
-    ``w(alpha) = soft_threshold(v, l1 / l2)`` (``prox-sdca.txt``; ``w = v`` when ``l1 = 0``).
+    ``w(alpha) = soft_threshold(v, l1 / l2)`` (Shalev-Shwartz & Zhang 2012; ``w = v`` when ``l1 = 0``).
     With ``beta_i = y_i alpha_i``: logistic ``-phi*(-alpha) = H(beta)`` (binary entropy),
     hinge ``beta``, smooth hinge ``beta - smoothing beta^2 / 2`` (``beta`` in [0, 1]);
     squared ``alpha y - alpha^2 / 2``. Any ``beta`` outside its box by more than 1e-9 makes

@@ -5,7 +5,7 @@ Usage (from the repository root, plugin built with ``make build``)::
     python benchmarks/pdprox.py            # under a minute on 2 cores
     python benchmarks/pdprox.py --max-passes 10000
 
-Problem (one of the paper's families, ``pdprox.txt`` section 5, non-smooth loss plus non-smooth
+Problem (one of the paper's families, Yang et al. 2015 section 5, non-smooth loss plus non-smooth
 penalty): ``P(w) = (1/n) sum_i max(0, 1 - y_i x_i.w) + l1 ||w||_1`` with ``l1 = 0.03``, no
 intercept, ``l2 = 0``, on scikit-learn's breast_cancer (569 x 30, standardized). ``P*`` is the
 exact optimum of the linear program (scipy ``linprog``, HiGHS), checked against the certified

@@ -36,7 +36,7 @@ def objective(
 ) -> float:
     """Return ``P(w) = (1/n) sum_i phi(x_i.w, y_i) + (l2/2)||w||^2 + l1 ||w||_1`` (no intercept).
 
-    ``smooth_hinge`` is ``sdca.txt`` eq. 6 with ``gamma = smoothing``; labels are -1/+1 for the
+    ``smooth_hinge`` is Shalev-Shwartz & Zhang 2013 eq. 6 with ``gamma = smoothing``; labels are -1/+1 for the
     classification losses.
     """
     w = np.asarray(w, dtype=np.float64)

@@ -10,7 +10,7 @@ Data: CoNLL-2003 English train tokens (203,621 rows, 94,204 unit-norm sparse att
 
 Configurations, fixed before any measurement: logistic with ``l2 = 1e-4`` (the l2 of the
 harness's sparse case), logistic with ``l2 = 1e-6`` (an elastic net close to the Lasso), and the
-squared-loss Lasso (``l2 = 0``, solved through the reduction of ``prox-sdca.txt`` section 3.2).
+squared-loss Lasso (``l2 = 0``, solved through the reduction of Shalev-Shwartz & Zhang 2012 section 3.2).
 Each path has ``l1_k = l1_max * geomspace(0.5, 1e-3, 10)``, where ``l1_max = ||X^T a0||_inf / n``
 with ``a0 = -phi'(0)`` is the smallest ``l1`` whose optimum is ``w = 0``; ``tol = 1e-6`` (the
 default relative gap), ``solver="auto"``, the same seed.

@@ -15,7 +15,7 @@ use std::collections::HashSet;
 
 use polars::prelude::*;
 use sdca_core::crf::{
-    crf_fit, crf_marginals, crf_predict, CrfConfig, CrfFit, CrfProblem, CrfWeights, TokenRows,
+    crf_fit_on, crf_marginals, crf_predict, CrfConfig, CrfFit, CrfProblem, CrfWeights, TokenRows,
 };
 use sdca_core::Rows;
 
@@ -24,6 +24,7 @@ use crate::error::{compute, param};
 use crate::interrupt;
 use crate::kwargs::{CrfKwargs, CrfPredictKwargs, Layout};
 use crate::output::{f64_list, matrix};
+use crate::threads;
 
 fn list(dt: DataType) -> DataType {
     DataType::List(Box::new(dt))
@@ -82,6 +83,7 @@ pub fn model_fields(tag: &DataType) -> Vec<Field> {
         Field::new("n_sequences".into(), UInt64),
         Field::new("n_tokens".into(), UInt64),
         Field::new("n_attributes".into(), UInt64),
+        Field::new("n_threads".into(), UInt32),
         Field::new("status".into(), String),
     ]
 }
@@ -95,8 +97,9 @@ pub fn rows_fields(tag: &DataType) -> Vec<Field> {
     ]
 }
 
-/// Output dtype of `crf_predict`: the inner dtype of the model's `labels`.
-pub fn predict_dtype(model: &DataType) -> PolarsResult<DataType> {
+/// Output dtype of `crf_predict`: the inner dtype of the model's `labels` (`kind="labels"`), or
+/// `List(Float64)` (`kind="marginals"`: one probability per label).
+pub fn predict_dtype(model: &DataType, kind: &str) -> PolarsResult<DataType> {
     let DataType::Struct(fields) = model else {
         return Err(compute(format!(
             "crf_predict needs a crf model struct column (the output of crf_fit), got {model}"
@@ -109,7 +112,9 @@ pub fn predict_dtype(model: &DataType) -> PolarsResult<DataType> {
             )));
         }
     }
+    crate::kwargs::one_of("kind", kind, &["labels", "marginals"])?;
     match fields.iter().find(|f| f.name().as_str() == "labels").map(|f| f.dtype()) {
+        Some(DataType::List(_)) if kind == "marginals" => Ok(DataType::List(Box::new(DataType::Float64))),
         Some(DataType::List(inner)) => Ok(inner.as_ref().clone()),
         other => Err(compute(format!("crf model field \"labels\" must be a list, got {other:?}"))),
     }
@@ -190,7 +195,11 @@ fn solve_on<D: TokenRows>(
     let k = g.labels.len();
     let problem = CrfProblem::new(x, &g.starts, &g.y, k)
         .map_err(|e| compute(format!("columns {:?} / {:?}: {e}", g.tag_name, g.seq_name)))?;
-    let fit = crf_fit(&problem, cfg).map_err(|e| match e {
+    let cells = (problem.n_tokens() as u64).saturating_mul((k as u64).saturating_mul(k as u64));
+    let mut cfg = cfg.clone();
+    cfg.n_threads = Some(threads::resolve(cfg.n_threads, problem.n_sequences(), cells));
+    let pool = if cfg.threads() > 1 { threads::pool() } else { None };
+    let fit = crf_fit_on(&problem, &cfg, pool).map_err(|e| match e {
         sdca_core::SdcaError::InvalidParameter { .. } => param(e),
         sdca_core::SdcaError::MemoryLimit { what: "the marginals", .. } => {
             compute(format!("column {:?}: {e}", g.tag_name))
@@ -247,6 +256,7 @@ fn model_row(name: &str, fit: &CrfFit, labels: &Series) -> PolarsResult<Series> 
         Series::new("n_sequences".into(), [fit.n_sequences as u64]),
         Series::new("n_tokens".into(), [fit.n_tokens as u64]),
         Series::new("n_attributes".into(), [fit.n_attributes as u64]),
+        Series::new("n_threads".into(), [u32::try_from(fit.n_threads).unwrap_or(u32::MAX)]),
         Series::new("status".into(), [fit.status.as_str()]),
     ];
     Ok(StructChunked::from_series(name.into(), 1, cols.iter())?.into_series())
@@ -430,10 +440,38 @@ fn fingerprint(st: &StructChunked, m: usize) -> Option<Vec<u64>> {
     Some(out)
 }
 
-fn viterbi(model: &Decoded, feats: &Features, starts: &[usize], name: &str) -> PolarsResult<Vec<u32>> {
+/// What `crf_predict` computes for a run of sequences.
+enum Prediction {
+    /// Viterbi labels, one per row.
+    Labels(Vec<u32>),
+    /// `p(y_t = k | x)`, row-major `N x K`.
+    Marginals(Vec<f64>),
+}
+
+fn predict_on<D: TokenRows>(
+    w: &CrfWeights<'_>,
+    x: &D,
+    starts: &[usize],
+    marginals: bool,
+) -> sdca_core::Result<Prediction> {
+    match marginals {
+        true => crf_marginals(w, x, starts).map(|m| Prediction::Marginals(m.node)),
+        false => crf_predict(w, x, starts).map(Prediction::Labels),
+    }
+}
+
+fn run_predict(
+    model: &Decoded,
+    feats: &Features,
+    starts: &[usize],
+    name: &str,
+    marginals: bool,
+) -> PolarsResult<Prediction> {
     let w = model.weights(name)?;
-    let labels = match feats {
-        Features::Sparse(s) => crf_predict(&w, &s.view_with_width(s.n_cols().max(model.a))?, starts),
+    let out = match feats {
+        Features::Sparse(s) => {
+            predict_on(&w, &s.view_with_width(s.n_cols().max(model.a))?, starts, marginals)
+        }
         Features::Dense(d) => {
             let view = d.view()?;
             if view.n_cols() != model.a {
@@ -444,16 +482,18 @@ fn viterbi(model: &Decoded, feats: &Features, starts: &[usize], name: &str) -> P
                     model.a
                 )));
             }
-            crf_predict(&w, &view, starts)
+            predict_on(&w, &view, starts, marginals)
         }
     };
-    labels.map_err(|e| compute(format!("column {name:?}: {e}")))
+    out.map_err(|e| compute(format!("column {name:?}: {e}")))
 }
 
-/// `crf_predict`: the Viterbi tag of every row, each sequence with the model at its first row.
+/// `crf_predict`: the Viterbi tag (or the label marginals) of every row, each sequence with the
+/// model at its first row.
 pub fn predict(inputs: &[Series], kw: &CrfPredictKwargs) -> PolarsResult<Series> {
     let (model, feats, seq) = split(inputs, &kw.layout)?;
-    let out_dtype = predict_dtype(model.dtype())?;
+    let out_dtype = predict_dtype(model.dtype(), &kw.kind)?;
+    let marginals = kw.kind == "marginals";
     let name = model.name().to_string();
     let n = seq.len();
     if model.len() != n && model.len() != 1 {
@@ -488,9 +528,17 @@ pub fn predict(inputs: &[Series], kw: &CrfPredictKwargs) -> PolarsResult<Series>
         let sliced: Vec<Series> = feats_checked.iter().map(|s| s.slice(lo as i64, hi - lo)).collect();
         let features = convert::features(&sliced, &kw.layout)?;
         let local: Vec<usize> = starts[s0..=s1].iter().map(|s| s - lo).collect();
-        let labels = viterbi(&decoded, &features, &local, &name)?;
-        let idx = IdxCa::from_vec("".into(), labels.iter().map(|&l| l as IdxSize).collect());
-        values.push(decoded.labels.take(&idx)?.cast(&out_dtype)?);
+        match run_predict(&decoded, &features, &local, &name, marginals)? {
+            Prediction::Labels(labels) => {
+                let idx = IdxCa::from_vec("".into(), labels.iter().map(|&l| l as IdxSize).collect());
+                values.push(decoded.labels.take(&idx)?.cast(&out_dtype)?);
+            }
+            Prediction::Marginals(node) => {
+                let rows: Vec<Option<&[f64]>> =
+                    node.chunks_exact(decoded.labels.len().max(1)).map(Some).collect();
+                values.push(crate::output::blocks("", &rows, true));
+            }
+        }
     }
     let mut out = Series::new_empty(name.as_str().into(), &out_dtype);
     for v in values {

@@ -105,10 +105,10 @@ fn crf_fit_rows_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> 
     Ok(Field::new(fields[0].name().clone(), DataType::Struct(crate::crf::rows_fields(&tag))))
 }
 
-fn crf_predict_output(fields: &[Field], _kwargs: crate::kwargs::CrfPredictKwargs) -> PolarsResult<Field> {
+fn crf_predict_output(fields: &[Field], kwargs: crate::kwargs::CrfPredictKwargs) -> PolarsResult<Field> {
     let model =
         fields.first().ok_or_else(|| polars_err!(ComputeError: "crf_predict needs a model column"))?;
-    Ok(Field::new(model.name().clone(), crate::crf::predict_dtype(model.dtype())?))
+    Ok(Field::new(model.name().clone(), crate::crf::predict_dtype(model.dtype(), &kwargs.kind)?))
 }
 
 #[polars_expr(output_type_func_with_kwargs = crf_fit_output)]

@@ -210,7 +210,10 @@ pub fn rows(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
             Some(classes) => {
                 let idx = IdxCa::from_vec(
                     "".into(),
-                    out.decision.chunks_exact(fit.n_outputs).map(|d| winner(d) as IdxSize).collect(),
+                    out.decision
+                        .chunks_exact(fit.n_outputs)
+                        .map(|d| sdca_core::predict::class_index(d) as IdxSize)
+                        .collect(),
                 );
                 classes.take(&idx)?
             }
@@ -224,14 +227,5 @@ pub fn rows(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
             output::rows(label.name(), label.len(), &dtype, multiclass, None, None)
         }
         other => other,
-    }
-}
-
-/// The predicted class index from a row's scores: the sign for one binary score (index 1 is
-/// the positive class), the first largest score for `k` class scores.
-pub fn winner(scores: &[f64]) -> usize {
-    match scores {
-        [d] => usize::from(*d > 0.0),
-        _ => scores.iter().enumerate().fold(0, |best, (c, &v)| if v > scores[best] { c } else { best }),
     }
 }

@@ -77,6 +77,13 @@ pub struct CrfKwargs {
 pub struct CrfPredictKwargs {
     /// Input layout (weights unused).
     pub layout: Layout,
+    /// `"labels"` (Viterbi) or `"marginals"` (`p(y_t = k | x)` per label, in the model's order).
+    #[serde(default = "labels")]
+    pub kind: String,
+}
+
+fn labels() -> String {
+    "labels".into()
 }
 
 /// Checks a policy name against the schema's allowed values (`sdca_core::options`).

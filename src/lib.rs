@@ -16,10 +16,13 @@ mod interrupt;
 mod kwargs;
 mod output;
 mod predict;
+mod sparse;
+mod threads;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use pyo3_polars::PySeries;
 use sdca_core::options::{self, Kind, Spec, Value};
 
 #[global_allocator]
@@ -88,13 +91,24 @@ fn crf_options(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
     options::CRF_OPTIONS.iter().map(|s| option_dict(py, s)).collect()
 }
 
+/// The sparse feature column of CSR arrays (a `scipy.sparse` matrix's `indptr`, `indices`,
+/// `data`), with `indptr` as the list offsets.
+#[pyfunction]
+fn csr_column(name: &str, indptr: PySeries, indices: PySeries, values: PySeries) -> PyResult<PySeries> {
+    sparse::csr_column(name, &indptr.0, &indices.0, &values.0)
+        .map(PySeries)
+        .map_err(|e| PyValueError::new_err(e.to_string()))
+}
+
 #[pymodule]
 fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     m.add_function(wrap_pyfunction!(fit_options, m)?)?;
     m.add_function(wrap_pyfunction!(crf_options, m)?)?;
+    m.add_function(wrap_pyfunction!(csr_column, m)?)?;
     m.add_function(wrap_pyfunction!(check_fit_kwargs, m)?)?;
     m.add_function(wrap_pyfunction!(check_crf_kwargs, m)?)?;
     m.add_class::<cocoa::CocoaPartition>()?;
+    m.add_class::<cocoa::CocoaDriver>()?;
     Ok(())
 }

@@ -3,14 +3,17 @@
 //! Each row may carry its own model (after a join with per-group models), so the model's
 //! `coef` list is read through its offsets, without copying, and every row uses its own slice.
 //! A multiclass model (`coef` a list of per-class lists) gives one score per class: `decision`
-//! and `proba` (softmax, multinomial models) are then lists, and `class` is the arg-max.
+//! and `proba` (softmax, multinomial models) are then lists, and `class` is the arg-max. The
+//! numbers (scores, probabilities, the class) come from `sdca_core::predict`; this module moves
+//! the model columns and the rows.
 
 use polars::prelude::*;
+use sdca_core::predict::{self, LinearModel};
 use sdca_core::{Rows, SdcaError};
 
 use crate::convert::{self, Features};
 use crate::error::compute;
-use crate::fit::{self, split};
+use crate::fit::split;
 use crate::kwargs::PredictKwargs;
 use crate::output;
 
@@ -156,30 +159,19 @@ fn decisions<D: Rows>(x: &D, m: &Models, name: &str) -> PolarsResult<Vec<Option<
             if !m.valid[j] {
                 return Ok(None);
             }
-            let (lo, hi) = m.span[j];
-            let (ilo, k) = m.icept[j];
-            let d = (hi - lo) / k.max(1);
-            (0..k)
-                .map(|c| {
-                    let w = &values[lo + c * d..lo + (c + 1) * d];
-                    let dot = x.dot_checked(r, w).map_err(|e| match e {
-                        SdcaError::IndexOutOfRange { row, index, n_features } => compute(format!(
-                            "column {name:?}, row {row}: feature index {index} >= model width {n_features}; the model was fitted on fewer features (pass n_features when fitting)"
-                        )),
-                        other => compute(format!("column {name:?}, row {r}: {other}")),
-                    })?;
-                    Ok(dot + m.intercepts[ilo + c])
-                })
-                .collect::<PolarsResult<Vec<f64>>>()
-                .map(Some)
+            let ((lo, hi), (ilo, k)) = (m.span[j], m.icept[j]);
+            let in_row = |e: SdcaError| match e {
+                SdcaError::IndexOutOfRange { row, index, n_features } => compute(format!(
+                    "column {name:?}, row {row}: feature index {index} >= model width {n_features}; the model was fitted on fewer features (pass n_features when fitting)"
+                )),
+                other => compute(format!("column {name:?}, row {r}: {other}")),
+            };
+            let model = LinearModel::new(&values[lo..hi], &m.intercepts[ilo..ilo + k]).map_err(in_row)?;
+            let mut scores = vec![0.0; k];
+            model.scores_into(x, r, &mut scores).map_err(in_row)?;
+            Ok(Some(scores))
         })
         .collect()
-}
-
-/// Softmax of class scores: the multinomial model's class probabilities.
-fn softmax(scores: &[f64]) -> Vec<f64> {
-    let lse = sdca_core::math::log_sum_exp(scores);
-    scores.iter().map(|s| (s - lse).exp()).collect()
 }
 
 /// `predict` on one call's rows.
@@ -224,9 +216,9 @@ pub fn predict(inputs: &[Series], kw: &PredictKwargs) -> PolarsResult<Series> {
             output::blocks("", &rows, multiclass)
         }
         "proba" => {
-            let probable = if multiclass { "multinomial" } else { "logistic" };
             for (k, d) in dec.iter().enumerate() {
-                if d.is_some() && models.loss[model_of(k)].as_deref() != Some(probable) {
+                let loss = models.loss[model_of(k)].as_deref().unwrap_or("");
+                if d.is_some() && !predict::has_probabilities(loss) {
                     return Err(compute(format!(
                         "column {:?}: kind=\"proba\" needs a logistic or multinomial model, got loss {:?}; use kind=\"decision\"",
                         model.name(),
@@ -237,9 +229,10 @@ pub fn predict(inputs: &[Series], kw: &PredictKwargs) -> PolarsResult<Series> {
             let probs: Vec<Option<Vec<f64>>> = dec
                 .iter()
                 .map(|d| {
-                    d.as_ref().map(|s| match s.as_slice() {
-                        [t] => vec![sdca_core::loss::sigmoid(*t)],
-                        _ => softmax(s),
+                    d.as_ref().map(|s| {
+                        let mut p = vec![0.0; s.len()];
+                        predict::probabilities(s, &mut p);
+                        p
                     })
                 })
                 .collect();
@@ -262,7 +255,7 @@ pub fn predict(inputs: &[Series], kw: &PredictKwargs) -> PolarsResult<Series> {
                             models.loss[m]
                         )))
                     }
-                    Some(d) => idx.push(Some((lo as usize + fit::winner(d)) as IdxSize)),
+                    Some(d) => idx.push(Some((lo as usize + predict::class_index(d)) as IdxSize)),
                     None => idx.push(None),
                 }
             }

@@ -6,7 +6,7 @@ saga; smooth_hinge, which scikit-learn lacks, with L-BFGS-B on the split ``w = w
 here. Every reference is certified by its own elastic-net duality gap (:func:`certify`), and our
 objective is recomputed from the returned coefficients, never read from our model.
 
-Elastic-net dual (``prox-sdca.txt`` section 2, DESIGN.md section 3 conventions): with
+Elastic-net dual (Shalev-Shwartz & Zhang 2012 section 2, DESIGN.md section 3 conventions): with
 ``g(w) = ||w||^2/2 + (l1/l2)||w||_1``, whose conjugate is ``g*(v) = ||soft(v, l1/l2)||^2 / 2``,
 
     D(alpha) = (1/n) sum_i -phi*(-alpha_i) - l2 g*(X^T alpha / (l2 n)) <= min_w P(w)
@@ -185,8 +185,9 @@ def test_sparse_lasso_and_elastic_net_match_sklearn(
 
     scikit-learn's ElasticNet minimises (1/2n)||y - Xw||^2 + a r ||w||_1 + (a (1 - r)/2)||w||^2,
     our squared loss with l1 = a r and l2 = a (1 - r); Lasso is r = 1 (our l2 = 0: the reduction
-    of prox-sdca.txt section 3.2). l1 = 0.003 lambda_max, where lambda_max = ||X^T y||_inf / n is
-    the smallest l1 with w* = 0, gives a support of a few dozen features out of ~24,000.
+    of Shalev-Shwartz & Zhang 2012 section 3.2). l1 = 0.003 lambda_max, where
+    lambda_max = ||X^T y||_inf / n is the smallest l1 with w* = 0, gives a support of a few dozen
+    features out of ~24,000.
     """
     from sklearn.linear_model import ElasticNet, Lasso
 
@@ -232,7 +233,7 @@ def test_sparse_lasso_and_elastic_net_match_sklearn(
     assert model["solved_gap"] >= 0.0
     if l1_ratio == 1.0:
         # The reduction solves an elastic net with l2_used <= eps / ||w*||^2, eps = tol P(0)
-        # (prox-sdca.txt section 3.2), and reports that problem's gap apart.
+        # (Shalev-Shwartz & Zhang 2012 section 3.2), and reports that problem's gap apart.
         p0 = primal(x, y, np.zeros(x.shape[1]), "squared", 0.0)
         assert model["l2"] == 0.0
         assert 0.0 < model["l2_used"] <= tol * p0 / (sk.coef_ @ sk.coef_)
@@ -315,7 +316,7 @@ def test_accelerated_and_plain_reach_the_same_sparse_optimum(
     conll_tokens: tuple[pl.DataFrame, int], conll_xy: tuple[sp.csr_matrix, np.ndarray]
 ) -> None:
     """smooth_hinge (smoothing 1), l1 = 1e-5, l2 = 1e-6 on the sparse CoNLL tokens: the setting of
-    accelerated-prox-sdca.txt Figure 3, where R^2/(gamma l2) = 1e6 > n = 20,000 allows
+    Shalev-Shwartz & Zhang 2014 Figure 3, where R^2/(gamma l2) = 1e6 > n = 20,000 allows
     acceleration. Both optima agree within the sum of their certified gaps."""
     frame, n_features = conll_tokens
     x, y = conll_xy

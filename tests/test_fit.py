@@ -32,8 +32,9 @@ LOSSES: dict[str, dict[str, float]] = {
     "epsilon_insensitive": {"epsilon": 0.1},
 }
 NON_SMOOTH = {"hinge", "absolute", "epsilon_insensitive"}
-# SDCA converges sublinearly on Lipschitz losses (sdca.txt Theorem 2); the absolute-type duals
-# move sign at every row near zero residual, so they need a stronger l2 to certify 1e-7 quickly.
+# SDCA converges sublinearly on Lipschitz losses (Shalev-Shwartz & Zhang 2013 Theorem 2); the
+# absolute-type duals move sign at every row near zero residual, so they need a stronger l2 to
+# certify 1e-7 quickly.
 L2 = {"absolute": 1e-2, "epsilon_insensitive": 1e-2}
 REF_PARAMS = {"smoothing": "gamma", "epsilon": "epsilon"}
 # Every solver that takes the loss (config.rs): "auto" picks Newton for smooth losses with few
@@ -56,7 +57,7 @@ def solvers_for(loss: str, n_features: int) -> list[str]:
 
 def tolerance(loss: str, solver: str) -> float:
     """The relative gap each solver certifies in seconds on breast cancer. Pdprox converges at
-    the O(1/T) rate of pdprox.txt on non-smooth losses: 50,000 passes reach 1e-5 for absolute
+    the O(1/T) rate of Yang et al. 2015 on non-smooth losses: 50,000 passes reach 1e-5 for absolute
     loss."""
     if solver == "pdprox" and loss in ("absolute", "epsilon_insensitive"):
         return 1e-4

@@ -1,4 +1,4 @@
-"""solver="pdprox" (the primal-dual prox method of ``pdprox.txt``) against exact references.
+"""solver="pdprox" (the primal-dual prox method of Yang et al. 2015) against exact references.
 
 Problems (DESIGN.md section 3 scaling, no intercept so that the references match):
 

@@ -430,3 +430,28 @@ def test_bad_inputs_raise_clear_errors() -> None:
         SDCAClassifier(C=0.0).fit(np.eye(4), y)
     with pytest.raises(ValueError, match="one class"):
         SDCAClassifier().fit(np.eye(4), y, sample_weight=[0, 0, 1, 1])
+
+
+def test_csr_matrix_becomes_the_sparse_column_row_by_row() -> None:
+    """indptr is the list offsets: empty rows stay empty lists, duplicates are summed."""
+    import scipy.sparse as sp
+
+    from polars_sdca.sklearn import _sparse_column
+
+    rng = np.random.default_rng(3)
+    dense = rng.normal(size=(7, 5)) * (rng.uniform(size=(7, 5)) < 0.4)
+    dense[2] = 0.0
+    rows, cols = np.nonzero(dense)
+    # Unsorted entries with a duplicate: (r, c) split into two halves.
+    X = sp.coo_array(
+        (np.r_[dense[rows, cols] / 2, dense[rows, cols] / 2], (np.r_[rows, rows], np.r_[cols, cols])),
+        shape=dense.shape,
+    ).tocsr()
+    column = _sparse_column(X)
+    assert column.dtype == pl.List(pl.Struct({"index": pl.UInt32, "value": pl.Float64}))
+    got = [{e["index"]: e["value"] for e in row} for row in column.to_list()]
+    want = [{j: dense[i, j] for j in np.nonzero(dense[i])[0]} for i in range(7)]
+    assert len(got) == 7
+    for g, w in zip(got, want, strict=True):
+        assert g.keys() == w.keys()
+        assert all(abs(g[j] - w[j]) <= 1e-15 for j in g)

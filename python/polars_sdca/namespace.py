@@ -13,7 +13,14 @@ if TYPE_CHECKING:
 
     from typing_extensions import Unpack
 
-    from polars_sdca._typing import CrfOptions, FitOptions, IntoExpr, IntoFeatures, PredictKind
+    from polars_sdca._typing import (
+        CrfOptions,
+        CrfPredictKind,
+        FitOptions,
+        IntoExpr,
+        IntoFeatures,
+        PredictKind,
+    )
 
 
 @pl.api.register_expr_namespace("sdca")
@@ -134,8 +141,10 @@ class SdcaNamespace:
         sequence: IntoExpr,
         order_by: IntoExpr | None = None,
         n_features: int | None = None,
+        kind: CrfPredictKind = "labels",
     ) -> pl.Expr:
-        """Viterbi tags with the CRF model in this column; see :func:`polars_sdca.crf_predict`.
+        """Viterbi tags (or label marginals) with the CRF model in this column; see
+        :func:`polars_sdca.crf_predict`.
 
         Examples
         --------
@@ -147,5 +156,5 @@ class SdcaNamespace:
         ['A', 'B', 'A']
         """
         return functions.crf_predict(
-            self._expr, features, sequence=sequence, order_by=order_by, n_features=n_features
+            self._expr, features, sequence=sequence, order_by=order_by, n_features=n_features, kind=kind
         )

@@ -51,6 +51,7 @@ from sklearn.utils.metaestimators import available_if
 from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
+from polars_sdca import _internal
 from polars_sdca.functions import fit, predict
 
 if TYPE_CHECKING:
@@ -81,26 +82,15 @@ def _vector_column(X: _FloatArray) -> pl.Series:
 
 
 def _sparse_column(X: Any) -> pl.Series:
-    """CSR rows as one ``List(Struct{index: UInt32, value: Float64})`` column.
-
-    The list offsets are ``indptr``: the entries are grouped by their (sorted) row number in
-    Polars, and rows without entries become empty lists.
-    """
+    """CSR rows as one ``List(Struct{index: UInt32, value: Float64})`` column: ``indptr`` is
+    the list offsets (built in Rust, no regrouping)."""
     X = sp.csr_array(X)
     if not X.has_canonical_format:
         X = X.copy()
         X.sum_duplicates()
-    n = X.shape[0]
-    rows = pl.Series("row", np.repeat(np.arange(n, dtype=np.uint32), np.diff(X.indptr))).set_sorted()
-    entries = pl.DataFrame(
-        [rows, pl.Series("index", X.indices.astype(np.uint32)), pl.Series("value", X.data, pl.Float64)]
+    return _internal.csr_column(
+        _X, pl.Series(X.indptr.astype(np.int64)), pl.Series(X.indices), pl.Series(X.data, dtype=pl.Float64)
     )
-    lists = entries.group_by("row", maintain_order=True).agg(pl.struct("index", "value").alias(_X))
-    if lists.height < n:
-        all_rows = pl.DataFrame({"row": np.arange(n, dtype=np.uint32)})
-        lists = all_rows.join(lists, on="row", how="left", maintain_order="left")
-        lists = lists.with_columns(pl.col(_X).fill_null(pl.lit([], dtype=lists.schema[_X])))
-    return lists[_X]
 
 
 def _seed(random_state: Any) -> int:

@@ -11,17 +11,17 @@ use crate::loss::LossKind;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SolverKind {
     /// Damped Newton for a ridge problem with few features and a loss with a second
-    /// derivative, else accelerated Prox-SDCA when `accelerated-prox-sdca.txt` Figure 2's
+    /// derivative, else accelerated Prox-SDCA when Shalev-Shwartz & Zhang 2014 Figure 2's
     /// condition `R^2 / (gamma l2) > 10 n` holds for a smooth loss, else plain (Prox-)SDCA (the
     /// rules in `crate::solver`).
     Auto,
-    /// (Prox-)SDCA, `sdca.txt` / `prox-sdca.txt`.
+    /// (Prox-)SDCA, Shalev-Shwartz & Zhang 2013 and 2012.
     Sdca,
-    /// Accelerated Prox-SDCA (`accelerated-prox-sdca.txt` Figure 2); smooth losses only. Runs
+    /// Accelerated Prox-SDCA (Shalev-Shwartz & Zhang 2014 Figure 2); smooth losses only. Runs
     /// whenever its extra ridge weight `kappa = R^2 / (gamma n) - l2` is positive, and falls back
     /// to plain Prox-SDCA (reported as `"sdca"`) when it is not.
     Accelerated,
-    /// Primal-dual prox (`pdprox.txt`, `papers/notes/pdprox.md`): full passes, for non-smooth
+    /// Primal-dual prox (Yang et al. 2015): full passes, for non-smooth
     /// losses with a box-constrained linear dual (hinge, absolute, epsilon_insensitive, quantile;
     /// also squared) and non-smooth regularizers (L1, elastic net, group norms), `l2 = 0`
     /// allowed.
@@ -60,7 +60,7 @@ pub enum Sampling {
     Permutation,
     /// Draws proportional to the rows' stored Fenchel-Young gaps, mixed with uniform draws
     /// ([`GAP_NON_UNIFORM`] of them follow the gaps; `crate::sampling`): the duality-gap
-    /// sampling of `sdca-crf.txt` applied to rows. Pays when few rows carry most of the gap
+    /// sampling of Le Priol et al. 2018 applied to rows. Pays when few rows carry most of the gap
     /// (many rows already fit, e.g. hinge-type losses late in a fit).
     Gap,
 }
@@ -81,7 +81,7 @@ impl Sampling {
     }
 }
 
-/// Which Pdprox algorithm runs (`papers/notes/pdprox.md` section 2).
+/// Which Pdprox algorithm runs (Yang et al. 2015).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PdproxVariant {
     /// Pdprox-dual with the algebraic correction (Algorithm 3; the note's recommended default).
@@ -99,7 +99,7 @@ impl PdproxVariant {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum PdproxOutput {
     /// The last iterate: exactly sparse (the prox zeroes coordinates), the note's advice for
-    /// sparse models (`papers/notes/pdprox.md` sections 2.11 and 6.7). The default.
+    /// sparse models (Yang et al. 2015). The default.
     Last,
     /// The running average, the iterate of the O(1/T) bound (Theorem 6); dense.
     Average,
@@ -113,9 +113,9 @@ impl PdproxOutput {
 /// The norm of each group in a group penalty.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupNorm {
-    /// Group lasso `sum_g sqrt(d_g) ||w_g||_2` (`d_g` the group's size; `pdprox.txt` section 5.1).
+    /// Group lasso `sum_g sqrt(d_g) ||w_g||_2` (`d_g` the group's size; Yang et al. 2015 section 5.1).
     L2,
-    /// L1-inf `sum_g ||w_g||_inf` (`pdprox.txt` section 5.2; prox by projection on an L1 ball).
+    /// L1-inf `sum_g ||w_g||_inf` (Yang et al. 2015 section 5.2; prox by projection on an L1 ball).
     Linf,
 }
 
@@ -150,10 +150,10 @@ pub struct FitParams {
     /// Level `tau` in `(0, 1)` of the `quantile` (pinball) loss.
     pub quantile: f64,
     /// L2 strength, `lambda` of the papers; `> 0`, or `0` together with `l1 > 0` (the Lasso /
-    /// pure-L1 problem, solved through the reduction of `prox-sdca.txt` section 3.2: see
+    /// pure-L1 problem, solved through the reduction of Shalev-Shwartz & Zhang 2012 section 3.2: see
     /// [`crate::solver::FitResult::l2_used`]).
     pub l2: f64,
-    /// L1 strength, `sigma` of `accelerated-prox-sdca.txt` section 6; `>= 0`.
+    /// L1 strength, `sigma` of Shalev-Shwartz & Zhang 2014 section 6; `>= 0`.
     pub l1: f64,
     /// Solver name.
     pub solver: String,
@@ -178,7 +178,7 @@ pub struct FitParams {
     /// exceeds this many bytes; `>= 1`.
     pub max_memory: Option<i64>,
     /// Accelerated solver only: `None` (default) runs each inner Prox-SDCA call until its gap
-    /// meets the target of `accelerated-prox-sdca.txt` Figure 2; `Some(k)`, `k >= 1`, runs exactly
+    /// meets the target of Shalev-Shwartz & Zhang 2014 Figure 2; `Some(k)`, `k >= 1`, runs exactly
     /// `k` epochs per inner call with no inner gap check (the practical variant of Remark 1,
     /// which suggests 5).
     pub inner_epochs: Option<i64>,

@@ -10,6 +10,14 @@ use thiserror::Error;
 #[non_exhaustive]
 #[derive(Debug, Clone, PartialEq, Error)]
 pub enum SdcaError {
+    /// Distributed workers were lost more often than allowed.
+    #[error("workers were lost {restarts} times (max_restarts={max_restarts}); check the cluster or raise max_restarts")]
+    WorkersLost {
+        /// Restarts asked for so far.
+        restarts: u32,
+        /// The allowance.
+        max_restarts: u32,
+    },
     /// A parameter is out of its range or is not one of the allowed names.
     #[error("invalid parameter `{name}`: {message}")]
     InvalidParameter {

@@ -2,14 +2,14 @@
 //!
 //! The solvers keep the dual sum `u = (1/(l2 n)) sum_i s_i alpha_i x_i` (stored unscaled as
 //! `v = l2 n u`) and derive `w` from it coordinate by coordinate, so sparse rows stay
-//! O(nnz) per step: with `g(w) = ||w||^2/2 + (l1/l2) ||w||_1` (elastic net, `prox-sdca.txt`
+//! O(nnz) per step: with `g(w) = ||w||^2/2 + (l1/l2) ||w||_1` (elastic net, Shalev-Shwartz & Zhang 2012
 //! eq. 7) the link is soft-thresholding, with pure L2 it is the identity. For both,
 //! `g*(u) = ||link(u)||^2 / 2` ([`Reg::conj`]).
 //!
 //! # Shifted regularizer
 //!
-//! The inner problems of the accelerated solver (`accelerated-prox-sdca.txt` Figure 2,
-//! `papers/notes/accelerated-prox-sdca.md` section 1.3) use `g~(w) = g(w) - z . w` with a fixed
+//! The inner problems of the accelerated solver (Shalev-Shwartz & Zhang 2014 Figure 2,
+//! Shalev-Shwartz & Zhang 2014) use `g~(w) = g(w) - z . w` with a fixed
 //! shift `z`. Its conjugate is `g~*(u) = g*(u + z)` and its link is `w = link(u + z)`: the same
 //! scalar map applied to the shifted dual sum. The solvers therefore store `v + z l2 n` (the
 //! shift in unscaled units) in place of `v`; a coordinate step adds `s_i delta x_i` to it as
@@ -90,7 +90,7 @@ impl Reg for ElasticNet {
 }
 
 /// `v <- Proj_{||.||_1 <= z}(v)`, the Euclidean projection on the L1 ball of radius `z >= 0`
-/// (Duchi et al. 2008; `papers/notes/pdprox.md` section 3.2 item 5). `scratch` holds the sorted
+/// (Duchi et al. 2008; Yang et al. 2015). `scratch` holds the sorted
 /// magnitudes, so a caller running it every pass allocates nothing.
 pub fn project_l1_ball(v: &mut [f64], z: f64, scratch: &mut Vec<f64>) {
     if v.iter().map(|x| x.abs()).sum::<f64>() <= z {
@@ -112,7 +112,7 @@ pub fn project_l1_ball(v: &mut [f64], z: f64, scratch: &mut Vec<f64>) {
 }
 
 /// The regularizer of the Pdprox solver, `R(w) = (l2/2)||w||^2 + l1 h(w)`, seen through its
-/// prox map, its conjugate and the dual norm of `h` (`papers/notes/pdprox.md` sections 3.3 and
+/// prox map, its conjugate and the dual norm of `h` (Yang et al. 2015 and
 /// 3.4). `h` is `||w||_1`, the group lasso `sum_g sqrt(d_g) ||w_g||_2` or the L1-inf norm
 /// `sum_g ||w_g||_inf` ([`crate::config::GroupNorm`]). It acts on the `d` feature weights
 /// only: the intercept is not penalised.

@@ -1,7 +1,7 @@
 //! Which block (a CRF sequence, or a row of a linear fit) to update next: uniform, or
 //! proportional to the stored block duality gaps.
 //!
-//! Gap sampling (`papers/sdca-crf.txt` section 5 and 6.3, note section 3): each visit of
+//! Gap sampling (Le Priol et al. 2018 section 5 and 6.3, note section 3): each visit of
 //! block `i` measures its block gap (for a CRF `g_i = KL~(mu_i || nu_i)`, for a linear fit the
 //! row's Fenchel-Young gap) for free, and the sampler stores it until the next visit. With
 //! probability `non_uniform` (0.8 in the paper) the next block is drawn with probability

@@ -1,4 +1,4 @@
-//! Absolute deviation `|a - y|` (least absolute deviations; `sdca.txt` section 6.1).
+//! Absolute deviation `|a - y|` (least absolute deviations; Shalev-Shwartz & Zhang 2013 section 6.1).
 
 use super::{box_slopes, clamp, Loss};
 

@@ -3,7 +3,7 @@
 use super::{box_slopes, clamp, Loss};
 
 /// `phi(a, y) = max(0, |a - y| - epsilon)`; `phi*(-alpha) = -alpha y + epsilon |alpha|` on
-/// `|alpha| <= 1` (`papers/notes/sdca.md` section 3.6).
+/// `|alpha| <= 1` (Shalev-Shwartz & Zhang 2013).
 #[derive(Debug, Clone, Copy)]
 pub struct EpsilonInsensitive {
     /// Half-width of the tube, `>= 0`.

@@ -1,4 +1,4 @@
-//! Hinge loss `max(0, 1 - y a)`: the L1-loss SVM (`sdca.txt` section 6.1).
+//! Hinge loss `max(0, 1 - y a)`: the L1-loss SVM (Shalev-Shwartz & Zhang 2013 section 6.1).
 
 use super::{box_slopes, clamp, Loss};
 

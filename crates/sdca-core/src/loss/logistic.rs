@@ -1,6 +1,6 @@
 //! Logistic loss `log(1 + exp(-y a))` with an exact dual step.
 //!
-//! `sdca.txt` section 6.2 gives only an approximate step. We solve the 1-D dual subproblem
+//! Shalev-Shwartz & Zhang 2013 section 6.2 gives only an approximate step. We solve the 1-D dual subproblem
 //! exactly instead: in the logit `t` of `b = alpha y = sigma(t)` the optimality condition is
 //! `f(t) = t + m + q (sigma(t) - b0) = 0` with `m = y a`. `f` is increasing with
 //! `1 <= f' <= 1 + q/4`, and the root lies in `[-m - q (1 - b0), -m + q b0]`, so safeguarded

@@ -1,6 +1,6 @@
 //! Scalar losses: value, conjugate, exact dual coordinate step.
 //!
-//! Conventions (DESIGN.md section 3, `papers/notes/sdca.md` section 3): the primal loss is
+//! Conventions (DESIGN.md section 3, Shalev-Shwartz & Zhang 2013): the primal loss is
 //! `phi(a, y)` at the score `a = x . w + b`; each row has one dual variable `alpha` with
 //! `w = grad g*(v)`, `v = (1 / (l2 n)) sum_i s_i alpha_i x_i`. For binary margin losses labels
 //! are `y in {-1, +1}` and `b = alpha * y` is the box-constrained quantity.
@@ -45,7 +45,7 @@ pub trait Loss: Copy + Send + Sync {
     /// `phi*(-alpha, y)`, the convex conjugate at `-alpha`; `+inf` outside its domain.
     fn conj_neg(&self, alpha: f64, y: f64) -> f64;
 
-    /// The exact dual coordinate step (Option I of `prox-sdca.txt`, Figure 1): returns
+    /// The exact dual coordinate step (Option I of Shalev-Shwartz & Zhang 2012, Figure 1): returns
     /// `argmax_b -phi*(-b) - (b - alpha) a - (q / 2) (b - alpha)^2` with `q > 0` the scaled
     /// squared row norm `s_i ||x_i||^2 / (l2 n)`.
     fn dual_step(&self, alpha: f64, a: f64, y: f64, q: f64) -> f64;
@@ -255,7 +255,7 @@ pub(crate) use with_loss;
 pub enum LossKind {
     /// `max(0, 1 - y a)`.
     Hinge,
-    /// Smoothed hinge with parameter `smoothing` (`gamma` of `sdca.txt` eq. 6).
+    /// Smoothed hinge with parameter `smoothing` (`gamma` of Shalev-Shwartz & Zhang 2013 eq. 6).
     SmoothHinge {
         /// Width of the quadratic piece, `> 0`.
         smoothing: f64,
@@ -320,7 +320,7 @@ impl LossKind {
 
     /// Whether the loss is a maximum of linear functions over a box of duals, so
     /// `phi*(-alpha)` is linear (or, for `epsilon_insensitive`, linear plus `epsilon |alpha|`) on
-    /// a box (`papers/notes/pdprox.md` section 3.1): Pdprox's bilinear saddle form.
+    /// a box (Yang et al. 2015): Pdprox's bilinear saddle form.
     pub fn has_box_linear_dual(&self) -> bool {
         matches!(self, Self::Hinge | Self::Absolute | Self::EpsilonInsensitive { .. } | Self::Quantile { .. })
     }

@@ -7,11 +7,11 @@
 //! solvers run these losses through the same pass as the scalar ones ([`super::BlockLoss`]).
 //!
 //! **Crammer-Singer** `phi(a, y) = max_j (delta(j, y) + a_j - a_y)`, `delta(j, y) = [j != y]`.
-//! Its dual domain (`papers/notes/prox-sdca.md` section 4.1b, with the corrected sign) is
+//! Its dual domain (Shalev-Shwartz & Zhang 2012, with the corrected sign) is
 //! `-alpha = sum_{j != y} beta_j (e_j - e_y)` with `beta >= 0`, `sum beta <= 1`: `alpha_j =
 //! -beta_j` off the label and `alpha_y = ||beta||_1` (the bookkeeping value of
-//! `papers/notes/accelerated-prox-sdca.md` section 2.7, here exact). `phi*(-alpha) = -alpha_y`.
-//! The smoothed variant (`smoothing = gamma > 0`, Lemma 2 of `accelerated-prox-sdca.txt`) adds
+//! Shalev-Shwartz & Zhang 2014, here exact). `phi*(-alpha) = -alpha_y`.
+//! The smoothed variant (`smoothing = gamma > 0`, Lemma 2 of Shalev-Shwartz & Zhang 2014) adds
 //! `(gamma/2) ||beta||^2` to the conjugate, making `phi` `(1/gamma)`-smooth.
 //!
 //! The exact block step (section 2.7 of the accelerated note, problem (22)): with the scores

@@ -3,7 +3,7 @@
 //! Like `absolute` (its `tau = 1/2` case up to a factor 2) it is a maximum of linear functions
 //! over a box: `phi(a, y) = max_{alpha in [tau - 1, tau]} alpha (y - a)`, so its conjugate is
 //! linear on that box and both the exact SDCA step and the Pdprox dual step are clips
-//! (`papers/notes/pdprox.md` section 3.1, the box form of the pinball row).
+//! (Yang et al. 2015, the box form of the pinball row).
 
 use super::{box_slopes, clamp, Loss};
 

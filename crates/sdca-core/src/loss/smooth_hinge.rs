@@ -1,4 +1,4 @@
-//! Smoothed hinge (`sdca.txt` eq. 6): the hinge with a quadratic piece of width `gamma`.
+//! Smoothed hinge (Shalev-Shwartz & Zhang 2013 eq. 6): the hinge with a quadratic piece of width `gamma`.
 
 use super::{clamp, Loss};
 
@@ -36,7 +36,7 @@ impl Loss for SmoothHinge {
             f64::INFINITY
         }
     }
-    /// `b' = clamp(b + (1 - m - gamma b) / (q + gamma), 0, 1)` (`sdca.txt` section 6.2).
+    /// `b' = clamp(b + (1 - m - gamma b) / (q + gamma), 0, 1)` (Shalev-Shwartz & Zhang 2013 section 6.2).
     #[inline]
     fn dual_step(&self, alpha: f64, a: f64, y: f64, q: f64) -> f64 {
         let b = alpha * y;

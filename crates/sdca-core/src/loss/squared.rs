@@ -1,6 +1,6 @@
 //! Squared loss `(a - y)^2 / 2` (ridge regression).
 //!
-//! Note the factor 1/2, which `sdca.txt` omits: with it, `Ridge(alpha = l2 n)` in
+//! Note the factor 1/2, which Shalev-Shwartz & Zhang 2013 omits: with it, `Ridge(alpha = l2 n)` in
 //! scikit-learn has the same minimiser (DESIGN.md section 3).
 
 use super::Loss;

@@ -24,7 +24,7 @@ impl Loss for SquaredHinge {
             f64::INFINITY
         }
     }
-    /// `b' = max(0, b + (1 - m - b/2) / (q + 1/2))` (`papers/notes/sdca.md` section 3.6).
+    /// `b' = max(0, b + (1 - m - b/2) / (q + 1/2))` (Shalev-Shwartz & Zhang 2013).
     #[inline]
     fn dual_step(&self, alpha: f64, a: f64, y: f64, q: f64) -> f64 {
         let b = alpha * y;

@@ -1,4 +1,4 @@
-//! Accelerated Prox-SDCA (`accelerated-prox-sdca.txt` Figure 2, Theorem 3).
+//! Accelerated Prox-SDCA (Shalev-Shwartz & Zhang 2014 Figure 2, Theorem 3).
 //!
 //! Minimises `P(w) = (1/n) sum_i s_i phi(x_i . w + b) + (l2/2)||w||^2 + l1 ||w||_1` for a
 //! `(1/gamma)`-smooth loss when `R^2 / (gamma l2) >> n` makes plain Prox-SDCA slow. Each outer

@@ -245,8 +245,14 @@ impl<'p, 'a, D: Rows, L: BlockLoss> Judge<'p, 'a, D, L> {
         }
     }
 
-    /// Whether a certificate meets `tol`.
+    /// Whether a certificate meets `tol` ([`meets`]).
     pub fn met(&self, c: &Certificate) -> bool {
-        c.gap.is_finite() && c.gap <= self.tol * c.primal.max(f64::MIN_POSITIVE)
+        meets(self.tol, c)
     }
+}
+
+/// The stopping rule of every linear fit: `gap <= tol * max(P, tiny)` (DESIGN.md section 3), and
+/// a finite gap.
+pub(crate) fn meets(tol: f64, c: &Certificate) -> bool {
+    c.gap.is_finite() && c.gap <= tol * c.primal.max(f64::MIN_POSITIVE)
 }

@@ -35,8 +35,8 @@ mod warm;
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
-pub use cocoa::{local_round, LocalRound, RoundSpec};
-pub(crate) use driver::{drive, Budget, Clock, Coordinate, End, Judge, Verdict};
+pub use cocoa::{local_round, Aggregation, Coordinator, LocalRound, RoundSpec};
+pub(crate) use driver::{drive, meets, Budget, Clock, Coordinate, End, Judge, Verdict};
 pub use problem::Problem;
 pub(crate) use result::Outcome;
 pub use result::{row_outputs, Certificate, FitResult, RowOutputs, Status};

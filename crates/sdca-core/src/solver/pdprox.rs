@@ -5,9 +5,9 @@
 //! The intercept is the weight `w_b` of that constant feature and gets the same treatment as in
 //! the SDCA solvers, so switching `solver` never changes the problem: `(l2/2) w_b^2` and no
 //! `l1` or group term (with `l2 = 0` it is unpenalised: the prox is the identity on it,
-//! `papers/notes/pdprox.md` section 2.9). A loss with a box-constrained linear
+//! Yang et al. 2015). A loss with a box-constrained linear
 //! dual is `phi(a) = max_alpha -alpha a - phi*(-alpha)` (hinge, absolute, epsilon_insensitive,
-//! quantile), which gives the saddle problem (`pdprox.txt` eq. 2, 8)
+//! quantile), which gives the saddle problem (Yang et al. 2015 eq. 2, 8)
 //!
 //! `min_w max_alpha F(w, alpha) = (1/n) sum_i s_i (-alpha_i x~_i . w - phi*(-alpha_i)) + R(w)`
 //!

@@ -19,6 +19,8 @@ pub enum Status {
     MaxSeconds,
     /// The config's `interrupt` check asked to stop (Ctrl-C).
     Interrupted,
+    /// A CoCoA+ fit ran its `max_rounds` first ([`super::Coordinator`]).
+    MaxRounds,
 }
 
 impl Status {
@@ -29,6 +31,7 @@ impl Status {
             Self::MaxEpochs => "max_epochs reached before tol",
             Self::MaxSeconds => "max_seconds reached before tol",
             Self::Interrupted => "interrupted",
+            Self::MaxRounds => "max_rounds reached before tol",
         }
     }
 }

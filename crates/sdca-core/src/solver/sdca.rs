@@ -1,11 +1,11 @@
 //! (Prox-)SDCA for scalar losses.
 //!
 //! Solves `min_w (1/n) sum_i s_i phi(x_i . w + b, y_i) + (l2/2)||w||^2 + l1 ||w||_1` by
-//! maximising its dual one coordinate at a time (Shalev-Shwartz & Zhang, `sdca.txt` Procedure
-//! SDCA / SDCA-Perm; `prox-sdca.txt` Figure 1, Option I, for `l1 > 0`).
+//! maximising its dual one coordinate at a time (Shalev-Shwartz & Zhang, Shalev-Shwartz & Zhang 2013 Procedure
+//! SDCA / SDCA-Perm; Shalev-Shwartz & Zhang 2012 Figure 1, Option I, for `l1 > 0`).
 //!
 //! State: `alpha` (one per row) and the unscaled dual sum `v = sum_i s_i alpha_i x_i`
-//! (`papers/notes/sdca.md` section 2.5), from which `w = link(v / (l2 n))` is derived on the fly,
+//! (Shalev-Shwartz & Zhang 2013), from which `w = link(v / (l2 n))` is derived on the fly,
 //! so a step costs two sparse row operations whatever `l1` is. The step for row `i` is the
 //! exact maximiser of the dual along `alpha_i` with `q_i = s_i ||x_i||^2 / (l2 n)` (weights
 //! enter only through `q` and the scale of the update).
@@ -18,7 +18,7 @@
 //! treatment), so the intercept is penalised by `l2` (never by `l1`). `v` carries it in its
 //! last slot.
 //!
-//! Errata handled (see `papers/notes/sdca.md` section 6 and `prox-sdca.md` section 9): the
+//! Errata handled (see Shalev-Shwartz & Zhang 2013 and Shalev-Shwartz & Zhang 2012): the
 //! squared loss carries the 1/2 factor; rows with `q_i = 0` cannot move `w`, so their dual is
 //! set to its optimum `-phi'(score)` once and never sampled; `v` is rebuilt from `alpha` at
 //! every certificate to remove rounding drift.
@@ -552,7 +552,7 @@ mod tests {
                 });
             }
             let view = DenseView::new(&x, 120, 5).unwrap();
-            // Non-smooth losses converge sublinearly (`sdca.txt` Theorem 2): a looser target.
+            // Non-smooth losses converge sublinearly (Shalev-Shwartz & Zhang 2013 Theorem 2): a looser target.
             let non_smooth = ["hinge", "absolute", "epsilon_insensitive", "quantile", "multiclass_hinge"];
             let tol = if non_smooth.contains(loss) { 1e-5 } else { 1e-10 };
             for l1 in [0.0, 1e-3] {

@@ -7,7 +7,7 @@
 //! the largest projected slope of the previous pass, and all come back when the rows kept
 //! look solved.
 //!
-//! In our terms (`papers/notes/sdca.md` section 2.1), the dual along row `i`'s coordinate is
+//! In our terms (Shalev-Shwartz & Zhang 2013), the dual along row `i`'s coordinate is
 //! `-phi*(-b) - (b - alpha_i) a_i - (q_i/2)(b - alpha_i)^2` at the score `a_i = x_i . w + b`,
 //! so its one-sided slopes at `b = alpha_i` are `g_up = up - a_i` and `g_down = down - a_i`,
 //! with `(up, down)` the slopes of `-phi*(-b)` ([`crate::loss::Loss::dual_slopes`]; infinite

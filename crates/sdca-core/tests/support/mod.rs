@@ -63,7 +63,7 @@ pub struct Value {
     pub error: f64,
 }
 
-/// `phi(a, y)` of every loss (DESIGN.md section 3; `smooth_hinge` is `sdca.txt` eq. 6).
+/// `phi(a, y)` of every loss (DESIGN.md section 3; `smooth_hinge` is Shalev-Shwartz & Zhang 2013 eq. 6).
 pub fn phi(loss: LossKind, a: f64, y: f64) -> f64 {
     match loss {
         LossKind::Hinge => f64::max(0.0, 1.0 - y * a),
