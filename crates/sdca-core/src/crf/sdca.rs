@@ -493,6 +493,32 @@ impl Exec<'_> {
             None => f(),
         }
     }
+
+    /// `f` on every slot, the slots dealt round-robin to `threads` workers: the calling thread
+    /// takes the first share and the pool the others (no hand-over of the whole block, one
+    /// wake-up per other worker). Which worker runs a slot does not change its result.
+    fn for_each_slot(&self, slots: &mut [Slot], f: impl Fn(&mut Slot) + Sync) {
+        let workers = self.threads.min(slots.len()).max(1);
+        let mut shares: Vec<Vec<&mut Slot>> = (0..workers).map(|_| Vec::new()).collect();
+        for (q, s) in slots.iter_mut().enumerate() {
+            shares[q % workers].push(s);
+        }
+        let f = &f;
+        match self.pool {
+            Some(p) => p.in_place_scope(|scope| deal(scope, shares, f)),
+            None => rayon::in_place_scope(|scope| deal(scope, shares, f)),
+        }
+    }
+}
+
+/// Spawns every share but the first on `scope` and runs the first on the calling thread.
+fn deal<'s, F: Fn(&mut Slot) + Sync>(scope: &rayon::Scope<'s>, shares: Vec<Vec<&'s mut Slot>>, f: &'s F) {
+    let mut shares = shares.into_iter();
+    let mine = shares.next();
+    for share in shares {
+        scope.spawn(move |_| share.into_iter().for_each(f));
+    }
+    mine.into_iter().flatten().for_each(f);
 }
 
 /// The solver state: dual marginals, the primal `w = w^(mu)`, and work buffers.
@@ -743,11 +769,9 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
         }
         let (ctx, w, trans, mu) = (&self.ctx, &self.w, &self.trans, &self.mu);
         let (entropy, last) = (&self.entropy, &self.last_gamma);
-        exec.run(|| {
-            self.slots[..m].par_iter_mut().for_each(|s| {
-                oracle(ctx, w, trans, mu, entropy[s.i], s);
-                pre_search(ctx, mu, last[s.i], s);
-            })
+        exec.for_each_slot(&mut self.slots[..m], |s| {
+            oracle(ctx, w, trans, mu, entropy[s.i], s);
+            pre_search(ctx, mu, last[s.i], s);
         });
         for q in 0..m {
             self.apply(q, false);
