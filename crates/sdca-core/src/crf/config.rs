@@ -9,7 +9,7 @@ use crate::error::{Result, SdcaError};
 /// How the next sequence is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CrfSampling {
-    /// Uniformly at random (SDCA of `sdca-crf.txt`).
+    /// Uniformly at random (SDCA of Le Priol et al. 2018).
     Uniform,
     /// Proportionally to the stored block gaps, mixed with uniform (SDCA-GAP).
     Gap,
