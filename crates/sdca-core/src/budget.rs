@@ -126,10 +126,11 @@ fn linear_parts(n: usize, d: usize, k: usize) -> (u128, u128, u128) {
     // Model: up to twelve `(d + 1) k` arrays (dual sum, primal point, start, result, the
     // accelerated solver's shift, extrapolation and best iterate, Pdprox's gradients and
     // averages). Newton (`d + 1 <= 513`, one output): the Hessian and its factor.
-    let duals = 24 * n * k;
+    // Saturating: sizes near `usize::MAX` must refuse, not wrap.
+    let duals = (24 * n).saturating_mul(k);
     let rows = 160 * n;
     let newton = if d1 <= NEWTON_SLOTS && k == 1 { 16 * d1 * d1 } else { 0 };
-    (duals, rows, (96 * d1 * k).saturating_add(newton))
+    (duals, rows, (96 * d1).saturating_mul(k).saturating_add(newton))
 }
 
 /// Bytes a linear fit of `n` rows, `d` features and `k` scores per row allocates, an upper
@@ -201,9 +202,9 @@ pub fn check_crf(
 ) -> Result<()> {
     budget.check(needed, || {
         let (nt, k, a, t) = (n_tokens as u128, n_labels as u128, n_attributes as u128, max_len as u128);
-        let marginals = 8 * k * (nt + k * nt);
-        let weights = 24 * k * a + 12 * a;
-        let steps = 72 * t * k * k;
+        let marginals = (8 * k).saturating_mul(nt.saturating_add(k.saturating_mul(nt)));
+        let weights = (24 * k).saturating_mul(a).saturating_add(12 * a);
+        let steps = (72 * t).saturating_mul(k).saturating_mul(k);
         let largest = marginals.max(weights).max(steps);
         if largest == marginals && k > 1 {
             Cause {
