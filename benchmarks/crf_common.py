@@ -47,6 +47,12 @@ NER_FEATURES: dict[str, Any] = {
     "extra": ["pos", "chunk"],
     "window": 2,
 }
+# Chunking and part-of-speech tagging on the same CoNLL-2003 training file (tag sets of about
+# 20 and 45 labels): the attributes of the NER template without the tag being predicted.
+TAGGING_FEATURES: dict[str, dict[str, Any]] = {
+    "chunk": {**NER_FEATURES, "extra": ["pos"]},
+    "pos": {**NER_FEATURES, "extra": []},
+}
 # CRFsuite attributes standing for our per-label bias, start and end weights.
 BIAS, START, END = "__bias__", "__start__", "__end__"
 
@@ -90,7 +96,8 @@ class Problem:
 def load_problem(name: str, subset: int | None = None, vocabulary: dict[str, int] | None = None) -> Problem:
     """``"ner"`` (CoNLL-2003 train) or ``"ocr"`` (folds 0-8); ``subset`` keeps the first sequences.
 
-    ``"ner-test"`` is the CoNLL-2003 test split encoded with a training ``vocabulary``.
+    ``"ner-test"`` is the CoNLL-2003 test split encoded with a training ``vocabulary``;
+    ``"chunk"`` and ``"pos"`` tag the CoNLL-2003 training file with its chunk and POS tags.
     """
     if name in ("ner", "ner-test"):
         tokens = datasets.load_conll2003("train" if name == "ner" else "test")
@@ -103,6 +110,17 @@ def load_problem(name: str, subset: int | None = None, vocabulary: dict[str, int
             names[index] = attr
         x: Any = datasets.sparse_to_scipy(frame, n_features=len(vocab))
         tag, features, sequence = "ner", "features", "sentence"
+    elif name in TAGGING_FEATURES:
+        tokens = datasets.load_conll2003("train")
+        if subset is not None:
+            tokens = tokens.filter(pl.col("sentence") < subset)
+        frame, vocab = token_features(tokens, vocabulary=vocabulary, **TAGGING_FEATURES[name])
+        frame = frame.select("sentence", name, "features")
+        names = [""] * len(vocab)
+        for attr, index in vocab.items():
+            names[index] = attr
+        x = datasets.sparse_to_scipy(frame, n_features=len(vocab))
+        tag, features, sequence = name, "features", "sentence"
     elif name == "ocr":
         letters = datasets.load_ocr_letters().filter(pl.col("fold") != 9)
         if subset is not None:
@@ -112,7 +130,7 @@ def load_problem(name: str, subset: int | None = None, vocabulary: dict[str, int
         x = np.ascontiguousarray(np.stack(frame["pixels"].to_numpy()), dtype=np.float64)
         tag, features, sequence = "letter", "pixels", "word"
     else:
-        msg = f"unknown problem {name!r}; use 'ner' or 'ocr'"
+        msg = f"unknown problem {name!r}; use 'ner', 'ocr', 'chunk' or 'pos'"
         raise ValueError(msg)
     labels = sorted(frame[tag].unique().to_list())  # the test split has the training labels
     y = np.searchsorted(np.array(labels), frame[tag].to_numpy()).astype(np.int64)

@@ -51,7 +51,8 @@ impl CocoaPartition {
     fn new(inputs: Vec<PySeries>, packed: &[u8]) -> PyResult<Self> {
         let kw: FitKwargs = serde_pickle::from_slice(packed, Default::default())
             .map_err(|e| PyTypeError::new_err(format!("invalid keyword arguments: {e}")))?;
-        let cfg = kw.params.check().map_err(value_error)?;
+        let mut cfg = kw.params.check().map_err(value_error)?;
+        cfg.memory_budget = convert::default_budget();
         if cfg.loss.is_multiclass() {
             return Err(value_error(format!(
                 "fit_cocoa does not support the multiclass loss {:?} yet; use fit in a select",
@@ -89,20 +90,17 @@ impl CocoaPartition {
     }
 
     /// One CoCoA+ round from the global model `w` (`(d + 1)` float64 bytes, the last one the
-    /// intercept feature's weight): returns `(gamma A_k d as bytes, loss sum, conjugate sum,
-    /// gap sum)` and moves the duals by `gamma d`.
-    #[allow(clippy::too_many_arguments)]
+    /// intercept feature's weight) with the driver's `spec` for this partition
+    /// ([`CocoaDriver::spec`]): returns `(gamma A_k d as bytes, loss sum, conjugate sum, gap
+    /// sum)` and moves the duals by `gamma d`.
     fn round<'py>(
         &mut self,
         py: Python<'py>,
         w: &[u8],
-        n_total: usize,
-        sigma: f64,
-        gamma: f64,
-        local_epochs: u32,
-        stream: u64,
+        spec: (usize, f64, f64, u32, u64),
     ) -> PyResult<(Bound<'py, PyBytes>, f64, f64, f64)> {
         let w = floats(w, "w")?;
+        let (n_total, sigma, gamma, local_epochs, stream) = spec;
         let spec = RoundSpec { n_total, sigma, gamma, local_epochs, stream };
         // Disjoint borrows: the view borrows the rows, the round moves the duals.
         let Self { group, cfg, alpha } = self;

@@ -15,7 +15,7 @@ use std::collections::HashSet;
 
 use polars::prelude::*;
 use sdca_core::crf::{
-    crf_fit, crf_marginals, crf_predict, CrfConfig, CrfFit, CrfProblem, CrfWeights, TokenRows,
+    crf_fit_on, crf_marginals, crf_predict, CrfConfig, CrfFit, CrfProblem, CrfWeights, TokenRows,
 };
 use sdca_core::Rows;
 
@@ -24,6 +24,7 @@ use crate::error::{compute, param};
 use crate::interrupt;
 use crate::kwargs::{CrfKwargs, CrfPredictKwargs, Layout};
 use crate::output::{f64_list, matrix};
+use crate::threads;
 
 fn list(dt: DataType) -> DataType {
     DataType::List(Box::new(dt))
@@ -82,6 +83,7 @@ pub fn model_fields(tag: &DataType) -> Vec<Field> {
         Field::new("n_sequences".into(), UInt64),
         Field::new("n_tokens".into(), UInt64),
         Field::new("n_attributes".into(), UInt64),
+        Field::new("n_threads".into(), UInt32),
         Field::new("status".into(), String),
     ]
 }
@@ -193,8 +195,18 @@ fn solve_on<D: TokenRows>(
     let k = g.labels.len();
     let problem = CrfProblem::new(x, &g.starts, &g.y, k)
         .map_err(|e| compute(format!("columns {:?} / {:?}: {e}", g.tag_name, g.seq_name)))?;
-    let fit = crf_fit(&problem, cfg).map_err(|e| match e {
+    let cells = (problem.n_tokens() as u64).saturating_mul((k as u64).saturating_mul(k as u64));
+    let mut cfg = cfg.clone();
+    cfg.n_threads = Some(threads::resolve(cfg.n_threads, problem.n_sequences(), cells));
+    let pool = if cfg.threads() > 1 { threads::pool() } else { None };
+    let fit = crf_fit_on(&problem, &cfg, pool).map_err(|e| match e {
         sdca_core::SdcaError::InvalidParameter { .. } => param(e),
+        sdca_core::SdcaError::MemoryLimit { what: "the marginals", .. } => {
+            compute(format!("column {:?}: {e}", g.tag_name))
+        }
+        sdca_core::SdcaError::MemoryLimit { what: "the weights", .. } => {
+            compute(format!("column {:?}: {e}", g.features.width().2))
+        }
         e => compute(format!("sequence column {:?}: {e}", g.seq_name)),
     })?;
     if fit.status == sdca_core::Status::Interrupted {
@@ -244,6 +256,7 @@ fn model_row(name: &str, fit: &CrfFit, labels: &Series) -> PolarsResult<Series> 
         Series::new("n_sequences".into(), [fit.n_sequences as u64]),
         Series::new("n_tokens".into(), [fit.n_tokens as u64]),
         Series::new("n_attributes".into(), [fit.n_attributes as u64]),
+        Series::new("n_threads".into(), [u32::try_from(fit.n_threads).unwrap_or(u32::MAX)]),
         Series::new("status".into(), [fit.status.as_str()]),
     ];
     Ok(StructChunked::from_series(name.into(), 1, cols.iter())?.into_series())
@@ -267,6 +280,7 @@ pub fn model(inputs: &[Series], kw: &CrfKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
     let mut cfg = kw.params.check().map_err(param)?;
     cfg.interrupt = interrupt::arm();
+    cfg.memory_budget = convert::default_budget();
     let tag = &inputs[0];
     let result = prepare(inputs, kw).and_then(|g| {
         let (fit, _) = solve(&g, &cfg, false)?;
@@ -314,6 +328,7 @@ pub fn rows(inputs: &[Series], kw: &CrfKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
     let mut cfg = kw.params.check().map_err(param)?;
     cfg.interrupt = interrupt::arm();
+    cfg.memory_budget = convert::default_budget();
     let tag = &inputs[0];
     let result = prepare(inputs, kw).and_then(|g| {
         let (fit, out) = solve(&g, &cfg, true)?;

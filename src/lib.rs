@@ -17,6 +17,7 @@ mod kwargs;
 mod output;
 mod predict;
 mod sparse;
+mod threads;
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;

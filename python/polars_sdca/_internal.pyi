@@ -21,7 +21,7 @@ class CocoaPartition:
     @property
     def classification(self) -> bool: ...
     def round(
-        self, w: bytes, n_total: int, sigma: float, gamma: float, local_epochs: int, stream: int
+        self, w: bytes, spec: tuple[int, float, float, int, int]
     ) -> tuple[bytes, float, float, float]: ...
 
 class CocoaDriver:

@@ -244,11 +244,9 @@ class CocoaWorker:
         """Rows, inferred feature width, and whether the loss is a classification loss."""
         return self._part.n_rows, self._part.n_features, self._part.classification
 
-    def round(
-        self, w: bytes, n_total: int, sigma: float, gamma: float, local_epochs: int, stream: int
-    ) -> tuple[bytes, float, float, float]:
+    def round(self, w: bytes, spec: tuple[int, float, float, int, int]) -> tuple[bytes, float, float, float]:
         """One CoCoA+ round: ``(update bytes, loss sum, conjugate sum, gap sum)``."""
-        return self._part.round(w, n_total, sigma, gamma, local_epochs, stream)
+        return self._part.round(w, spec)
 
 
 class _Pool:
@@ -446,7 +444,7 @@ def _rounds(
     r = 0
     while not driver.done:
         w = driver.model()
-        out = pool.call("round", [(w, *driver.spec(k)) for k in range(k_parts)])
+        out = pool.call("round", [(w, driver.spec(k)) for k in range(k_parts)])
         lost = [k for k, o in enumerate(out) if isinstance(o, BaseException)]
         try:
             cert = driver.absorb([None if k in lost else o for k, o in enumerate(out)])

@@ -649,7 +649,8 @@ def crf_fit(
         label ``k`` followed by ``l``), ``start``, ``end``, ``bias`` (``List(Float64)``, one per
         label), ``labels`` (``List(<tag dtype>)``, the order of every per-label list), ``l2``,
         ``primal``, ``dual``, ``gap``, ``epochs`` (UInt32), ``converged``, ``gap_trace``,
-        ``n_sequences``, ``n_tokens``, ``n_attributes`` (UInt64) and ``status``.
+        ``n_sequences``, ``n_tokens``, ``n_attributes`` (UInt64), ``n_threads`` (UInt32, the
+        thread count the result depends on) and ``status``.
 
     Raises
     ------

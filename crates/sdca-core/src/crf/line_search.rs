@@ -1,8 +1,7 @@
 //! Exact line search of one SDCA block step, by safeguarded Newton on the slope.
 //!
 //! Along `mu_gamma = mu + gamma delta` (`delta = nu - mu`, nodes and edges alike) and
-//! `w + gamma v`, the block-`i` part of `n D` is (`papers/sdca-crf.txt` eq. 15 and 20, note
-//! section 2.4)
+//! `w + gamma v`, the block-`i` part of `n D` is (Le Priol et al. 2018 eq. 15 and 20)
 //!
 //! ```text
 //! f(gamma)   = H~(mu_gamma) - (lambda n / 2) ||w + gamma v||^2
@@ -130,17 +129,29 @@ pub(crate) fn search<F: FnMut(f64) -> Raw>(
     h_old: f64,
     tol: f64,
     from: f64,
+    max_evals: u32,
 ) -> Step {
     let noise = 1e-12 * (1.0 + h_old.abs());
+    let best_known = |memo: &Memo, evals: u32| -> Step {
+        let best = memo
+            .iter()
+            .map(|r| (sc.gain(r, h_old), *r))
+            .filter(|(g, r)| *g >= -noise && r.gamma > 0.0)
+            .max_by(|a, b| a.0.total_cmp(&b.0));
+        Step { point: best.map(|(_, r)| r), evals }
+    };
     let mut evals = 0u32;
-    let mut fresh = |x: f64, memo: &mut Memo, evals: &mut u32| -> Raw {
+    let mut fresh = |x: f64, memo: &mut Memo, evals: &mut u32| -> Option<Raw> {
         if let Some(r) = memo.iter().find(|r| r.gamma == x) {
-            return *r;
+            return Some(*r);
+        }
+        if *evals >= max_evals {
+            return None;
         }
         *evals += 1;
         let r = eval(x);
         memo.push(r);
-        r
+        Some(r)
     };
     let slope1 = sc.slope_at_one();
     if slope1.is_nan() {
@@ -148,7 +159,9 @@ pub(crate) fn search<F: FnMut(f64) -> Raw>(
     }
     if slope1 >= 0.0 {
         // The dual still rises at gamma = 1 (v = 0, or weights moved since the oracle).
-        let r = fresh(1.0, memo, &mut evals);
+        let Some(r) = fresh(1.0, memo, &mut evals) else {
+            return best_known(memo, evals);
+        };
         let ok = sc.gain(&r, h_old) >= -noise;
         return Step { point: ok.then_some(r), evals };
     }
@@ -180,7 +193,10 @@ pub(crate) fn search<F: FnMut(f64) -> Raw>(
         Some((r, _)) => (r, r.gamma),
         None => {
             let x = if from > 1e-3 && from < 1.0 - 1e-3 { from } else { 0.5 * (xh + xl) };
-            (fresh(x, memo, &mut evals), x)
+            match fresh(x, memo, &mut evals) {
+                Some(r) => (r, x),
+                None => return best_known(memo, evals),
+            }
         }
     };
     let (mut dx, mut dxold) = (xl - xh, xl - xh);
@@ -217,7 +233,10 @@ pub(crate) fn search<F: FnMut(f64) -> Raw>(
             dx = 0.5 * (xl - xh);
             x = xh + dx;
         }
-        r = fresh(x, memo, &mut evals);
+        r = match fresh(x, memo, &mut evals) {
+            Some(r) => r,
+            None => return best_known(memo, evals),
+        };
     }
     finish(r, best, evals)
 }
@@ -242,12 +261,12 @@ mod tests {
         for c in [1e-6, 0.01, 0.3, 1.0, 1.9] {
             let sc = Scalars { lin: 0.0, quad: 1.0, stale: 0.0 };
             let mut memo = Memo::new();
-            let step = search(cubic(c), &sc, &mut memo, 0.0, 1e-10, 0.5);
+            let step = search(cubic(c), &sc, &mut memo, 0.0, 1e-10, 0.5, u32::MAX);
             let x = step.point.unwrap().gamma;
             assert!((c - x * x * x - x).abs() < 1e-9, "c={c}: x={x}");
             assert!(step.evals <= 15, "c={c}: {} evals", step.evals);
             // The memo replays the search without a new evaluation.
-            let again = search(|_| unreachable!(), &sc, &mut memo, 0.0, 1e-10, 0.5);
+            let again = search(|_| unreachable!(), &sc, &mut memo, 0.0, 1e-10, 0.5, u32::MAX);
             let y = again.point.unwrap().gamma;
             assert!(again.evals == 0 && (c - y * y * y - y).abs() < 1e-9, "c={c}: replay {y}");
         }
@@ -259,10 +278,10 @@ mod tests {
         let c = 0.6;
         let mut memo = Memo::new();
         let sc0 = Scalars { lin: 0.0, quad: 1.0, stale: 0.0 };
-        search(cubic(c), &sc0, &mut memo, 0.0, 1e-3, 0.5);
+        search(cubic(c), &sc0, &mut memo, 0.0, 1e-3, 0.5, u32::MAX);
         let n0 = memo.len();
         let sc = Scalars { lin: 0.05, quad: 1.0, stale: 0.05 };
-        let step = search(cubic(c), &sc, &mut memo, 0.0, 1e-9, 0.5);
+        let step = search(cubic(c), &sc, &mut memo, 0.0, 1e-9, 0.5, u32::MAX);
         let x = step.point.unwrap().gamma;
         assert!((c - x * x * x - x - 0.05).abs() < 1e-8, "{x}");
         assert_eq!(memo.len(), n0 + step.evals as usize);
@@ -279,6 +298,7 @@ mod tests {
             0.0,
             1e-3,
             0.5,
+            u32::MAX,
         );
         assert_eq!(step.point.map(|r| r.gamma), Some(1.0));
         // NaN curvature everywhere: bisection on the sign of f' still converges.
@@ -290,6 +310,7 @@ mod tests {
             0.0,
             1e-6,
             0.5,
+            u32::MAX,
         );
         let x = step.point.unwrap().gamma;
         assert!((x - 0.65).abs() < 2e-6 && step.evals > 10, "{x} after {}", step.evals);
@@ -302,6 +323,7 @@ mod tests {
             0.0,
             1e-6,
             0.5,
+            u32::MAX,
         );
         assert!((step.point.unwrap().gamma - 0.7).abs() < 2e-6);
     }
@@ -318,7 +340,7 @@ mod tests {
             curvature: -1.0,
             entropy: r0 * x + 0.5 * x * x - x * x,
         };
-        let step = search(f, &sc, &mut Memo::new(), 0.0, 1e-3, 0.5);
+        let step = search(f, &sc, &mut Memo::new(), 0.0, 1e-3, 0.5, u32::MAX);
         if let Some(p) = step.point {
             assert!(sc.gain(&p, 0.0) >= -1e-12, "{p:?}");
         }

@@ -27,6 +27,7 @@ use super::shrink::{self, Shrinking};
 use super::{drive, goal, Budget, Context, Coordinate, Estimate, Judge, Outcome, Problem, Start, Verdict};
 use crate::config::{Sampling, GAP_NON_UNIFORM};
 use crate::data::Rows;
+use crate::error::Result;
 use crate::loss::BlockLoss;
 use crate::reg::{soft_threshold, ElasticNet, Reg, L2};
 use crate::sampling::GapSampler;
@@ -113,12 +114,14 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
         objective: Objective,
         row_sq: &[f64],
         alpha: Vec<f64>,
-    ) -> Self {
+    ) -> Result<Self> {
         let Objective { l2, l1, bias } = objective;
         let (n, d, k) = (problem.n(), problem.x.n_cols(), loss.k());
         let scale = 1.0 / (l2 * n as f64);
-        let q: Vec<f64> = row_sq.iter().map(|r| r * scale).collect();
-        let active = (0..n as u32).filter(|&i| q[i as usize] > 0.0).collect();
+        let mut q = crate::budget::with_capacity(n)?;
+        q.extend(row_sq.iter().map(|r| r * scale));
+        let mut active = crate::budget::with_capacity(n)?;
+        active.extend((0..n as u32).filter(|&i| q[i as usize] > 0.0));
         let mut state = Self {
             problem,
             loss,
@@ -129,11 +132,11 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
             bias,
             k,
             alpha,
-            v: vec![0.0; (d + 1) * k],
+            v: crate::budget::zeros((d + 1) * k)?,
             shift: Vec::new(),
             q,
             active,
-            w: vec![0.0; (d + 1) * k],
+            w: crate::budget::zeros((d + 1) * k)?,
             scores: vec![0.0; k],
             step: vec![0.0; k],
             gaps: None,
@@ -142,7 +145,7 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
         };
         state.rebuild();
         state.refresh_w();
-        state
+        Ok(state)
     }
 
     /// Stores every active row's block gap, measured at each visit and refreshed at each
@@ -427,7 +430,7 @@ fn certify<D: Rows, L: BlockLoss, R: Reg>(
 /// Plain (Prox-)SDCA on the problem solved (`ctx.l2`, with the soft-thresholding link when
 /// `l1 > 0`) from the duals of `start`, until the judge accepts the certificate or the budget
 /// ends.
-pub(crate) fn run<D: Rows, L: BlockLoss>(ctx: &mut Context<'_, '_, D, L>, start: Start) -> Outcome {
+pub(crate) fn run<D: Rows, L: BlockLoss>(ctx: &mut Context<'_, '_, D, L>, start: Start) -> Result<Outcome> {
     if ctx.cfg.l1 > 0.0 {
         run_linked(ctx, ElasticNet { threshold: ctx.cfg.l1 / ctx.l2 }, start)
     } else {
@@ -439,10 +442,10 @@ fn run_linked<D: Rows, L: BlockLoss, R: Reg>(
     ctx: &mut Context<'_, '_, D, L>,
     reg: R,
     start: Start,
-) -> Outcome {
+) -> Result<Outcome> {
     let cfg = ctx.cfg;
     let objective = Objective { l2: ctx.l2, l1: cfg.l1, bias: ctx.bias() };
-    let mut state = State::new(ctx.problem, ctx.loss, reg, objective, &ctx.row_sq, start.alpha);
+    let mut state = State::new(ctx.problem, ctx.loss, reg, objective, &ctx.row_sq, start.alpha)?;
     // Gap sampling checks on the `check_every` schedule: its certificates also refresh the
     // stored gaps it draws from (with rare refreshes the settled rows it stops drawing go
     // stale: 1,027 epochs instead of 247 on the hinge test below).
@@ -471,7 +474,7 @@ fn run_linked<D: Rows, L: BlockLoss, R: Reg>(
     });
     // No epoch could run (exhausted budget): certify the start.
     let (certificate, solved_gap) = last.unwrap_or_else(|| certify(&mut state, &mut ctx.judge));
-    Outcome {
+    Ok(Outcome {
         w: state.w,
         alpha: state.alpha,
         certificate,
@@ -480,7 +483,7 @@ fn run_linked<D: Rows, L: BlockLoss, R: Reg>(
         gap_trace,
         solver: "sdca",
         outer_iterations: 0,
-    }
+    })
 }
 
 #[cfg(test)]

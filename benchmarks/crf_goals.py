@@ -1,0 +1,231 @@
+"""Issue 18's goal rows: SDCA epochs and fits against CRFsuite's L-BFGS, on one thread and all cores.
+
+Usage (from the repository root, plugin built with ``make build``, clean tree)::
+
+    python benchmarks/crf_goals.py                         # ner, ocr, chunk, pos (about 1 hour)
+    python benchmarks/crf_goals.py --problems ner          # one problem; others kept from the JSON
+    python benchmarks/crf_goals.py --problems ner --dry-run  # a dirty tree: print, write nothing
+
+Problems (``crf_common.load_problem``): CoNLL-2003 NER (9 labels), OCR letters (26 labels, dense
+pixels), and the same CoNLL-2003 training file tagged with its chunk tags (``chunk``, about 20
+labels) and POS tags (``pos``, 45 labels), to show how the ratio moves with the number of
+labels ``K`` (the lattice is ``K^2`` per token). Same objective as ``crf_peers.py`` (``l2 = 1/n``,
+CRFsuite ``c2 = l2 n / 2``, full states and transitions).
+
+Rows, per problem:
+
+* **epoch**: CPU seconds of one SDCA epoch on one thread without the certificate passes
+  (``(fit of 1 + E epochs - fit of 1 epoch) / E`` with ``check_every=0``, so data conversion and
+  the final certificate cancel), against the median CPU seconds of one CRFsuite L-BFGS iteration
+  (its first 30 iterations).
+* **to eps** (1e-5 for NER and OCR, 1e-4 for chunk and POS): ``P*`` is bracketed by an SDCA run
+  at a much tighter ``tol`` (``[P - gap, P]``); SDCA runs with ``tol=eps`` (stopping when its
+  gap certifies it) on one thread and on all cores (``n_threads`` = Polars' thread count); CRFsuite
+  L-BFGS is timed to its first iterate within ``eps`` of the lower end (in hindsight, which favours
+  it). Ratios are SDCA / CRFsuite CPU seconds for one thread, wall seconds for all cores
+  (several threads spend more CPU in total; what they buy is wall time).
+
+Writes the "goals" section of ``benchmarks/results_crf.md`` and ``benchmarks/out/crf_goals.json``,
+naming the commit; refuses a dirty tree unless ``--dry-run`` (which writes nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import time
+from typing import Any
+
+import numpy as np
+import polars as pl
+from common import machine_info
+from crf_common import OUT, Problem, crfsuite_items, load_problem, machine_line, train_crfsuite, write_section
+
+import polars_sdca as ps
+
+TARGET = {"ner": 1e-5, "ocr": 1e-5, "chunk": 1e-4, "pos": 1e-4}
+REFERENCE_TOL = {"ner": 1e-9, "ocr": 1e-8, "chunk": 1e-7, "pos": 1e-6}
+EPOCHS = 3  # epochs timed after the first one
+
+
+def dirty() -> bool:
+    here = os.path.dirname(os.path.abspath(__file__))
+    out = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=here, capture_output=True, text=True
+    )
+    return bool(out.stdout.strip()) or out.returncode != 0
+
+
+def sdca_fit(problem: Problem, **options: Any) -> dict[str, Any]:
+    """One ``crf_fit`` with its wall and process CPU seconds (conversion included)."""
+    n_features = len(problem.attributes) if problem.features != "pixels" else None
+    expr = ps.crf_fit(
+        problem.tag, problem.features, sequence=problem.sequence, n_features=n_features, **options
+    )
+    w0, c0 = time.perf_counter(), time.process_time()
+    m = problem.frame.select(expr.alias("model")).item()
+    wall, cpu = time.perf_counter() - w0, time.process_time() - c0
+    return {k: m[k] for k in ("primal", "gap", "epochs", "converged", "n_threads")} | {
+        "wall": wall,
+        "cpu": cpu,
+    }
+
+
+def epoch_seconds(problem: Problem, seed: int) -> float:
+    one = sdca_fit(problem, max_epochs=1, check_every=0, n_threads=1, seed=seed)
+    more = sdca_fit(problem, max_epochs=1 + EPOCHS, check_every=0, n_threads=1, seed=seed)
+    return float((more["cpu"] - one["cpu"]) / EPOCHS)
+
+
+def lbfgs(problem: Problem, l2: float, lower: float, eps: float, max_iterations: int) -> dict[str, Any]:
+    """CRFsuite L-BFGS: median iteration CPU time and the time to ``(P - lower) <= eps lower``."""
+    run = train_crfsuite(
+        problem,
+        crfsuite_items(problem),
+        "lbfgs",
+        {
+            "c1": 0.0,
+            "c2": l2 * problem.n / 2,
+            "max_iterations": max_iterations,
+            "epsilon": 1e-10,
+            "delta": eps / 100,
+            "period": 10,
+        },
+    )
+    primal = np.asarray(run.losses) / problem.n
+    steps = np.diff(np.concatenate([[0.0], run.cpu]))
+    hits = np.flatnonzero(primal <= lower * (1 + eps))
+    i = int(hits[0]) if len(hits) else None
+    return {
+        "iteration_cpu": float(np.median(steps[: min(30, len(steps))])),
+        "iterations": len(primal),
+        "to_eps": None if i is None else {"iterations": i + 1, "cpu": run.cpu[i], "wall": run.wall[i]},
+    }
+
+
+def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
+    started = time.perf_counter()
+    info = machine_info(args.seed)
+    problem = load_problem(name, args.subset)
+    eps = TARGET[name]
+    cores = pl.thread_pool_size()
+    print(f"{name}: {problem.describe()}", flush=True)
+    epoch = epoch_seconds(problem, args.seed)
+    print(f"  one epoch: {epoch:.3f} CPU s", flush=True)
+    ref = sdca_fit(problem, tol=REFERENCE_TOL[name], max_epochs=args.max_epochs, n_threads=1, seed=args.seed)
+    lower, upper = ref["primal"] - ref["gap"], ref["primal"]
+    print(f"  reference: P* in [{lower:.10f}, {upper:.10f}] ({ref['epochs']} epochs)", flush=True)
+    runs = {}
+    for threads in sorted({1, cores}):
+        r = sdca_fit(problem, tol=eps, max_epochs=args.max_epochs, n_threads=threads, seed=args.seed)
+        r["subopt"] = r["primal"] / lower - 1
+        runs[str(threads)] = r
+        print(
+            f"  SDCA {threads} thread(s): {r['epochs']} epochs, {r['cpu']:.1f} CPU s, {r['wall']:.1f} s",
+            flush=True,
+        )
+    peer = lbfgs(problem, 1.0 / problem.n, lower, eps, args.lbfgs_iterations)
+    print(f"  L-BFGS: {peer}", flush=True)
+    return {
+        "problem": name,
+        "describe": problem.describe(),
+        "labels": len(problem.labels),
+        "eps": eps,
+        "cores": cores,
+        "epoch_cpu": epoch,
+        "lower": lower,
+        "upper": upper,
+        "reference_epochs": ref["epochs"],
+        "sdca": runs,
+        "lbfgs": peer,
+        "minutes": (time.perf_counter() - started) / 60,
+        "machine": machine_line(info, os.getloadavg()),
+    }
+
+
+def report(results: list[dict[str, Any]]) -> str:
+    lines = [
+        "## Issue 18's goals: SDCA against CRFsuite L-BFGS (`benchmarks/crf_goals.py`)",
+        "",
+        "Epoch: CPU seconds of one single-threaded SDCA epoch (certificate passes excluded) over "
+        "the median CPU seconds of one CRFsuite L-BFGS iteration. To eps: SDCA until its duality gap "
+        "certifies `eps` (`tol=eps`); L-BFGS at its first iterate within `eps` of the certified "
+        "`P*` (hindsight). One thread: CPU seconds; all cores: wall seconds (SDCA on "
+        "`n_threads` = Polars' thread count, CRFsuite on its one thread). Ratio = SDCA / CRFsuite "
+        "(< 1: SDCA faster).",
+        "",
+        "| problem | K | epoch / L-BFGS iteration | eps | SDCA 1 thread: CPU s (epochs) "
+        "| L-BFGS: CPU s (iterations) | ratio | SDCA all cores: wall s (epochs) | ratio (wall) "
+        "| speed-up over 1 thread (wall) |",
+        "|---|---:|---|---:|---|---|---:|---|---:|---:|",
+    ]
+    for r in results:
+        one = r["sdca"]["1"]
+        many = r["sdca"][str(r["cores"])]
+        peer = r["lbfgs"]["to_eps"]
+        it = r["lbfgs"]["iteration_cpu"]
+        epoch = f"{r['epoch_cpu']:.3f} / {it:.3f} = {r['epoch_cpu'] / it:.2f}"
+        peer_cell = "not reached" if peer is None else f"{peer['cpu']:.1f} ({peer['iterations']})"
+        ratio = "n/a" if peer is None else f"{one['cpu'] / peer['cpu']:.3f}"
+        ratio_wall = "n/a" if peer is None else f"{many['wall'] / peer['wall']:.3f}"
+        cells = [
+            r["problem"].upper(),
+            str(r["labels"]),
+            epoch,
+            f"{r['eps']:g}",
+            f"{one['cpu']:.1f} ({one['epochs']})",
+            peer_cell,
+            ratio,
+            f"{many['wall']:.1f} ({many['epochs']}, {r['cores']} threads)",
+            ratio_wall,
+            f"{one['wall'] / many['wall']:.2f}",
+        ]
+        lines.append("| " + " | ".join(cells) + " |")
+    lines += ["", "Problems and references:", ""]
+    for r in results:
+        lines.append(
+            f"- {r['problem'].upper()}: {r['describe']}. P* in [{r['lower']:.10f}, {r['upper']:.10f}] "
+            f"(SDCA, {r['reference_epochs']} epochs); SDCA's true relative suboptimality at "
+            f"`tol={r['eps']:g}`: {r['sdca']['1']['subopt']:.1e} (1 thread). Run of "
+            f"{r['minutes']:.0f} min: {r['machine']}"
+        )
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument(
+        "--problems", default="ner,ocr,chunk,pos", help="comma-separated: ner, ocr, chunk, pos"
+    )
+    parser.add_argument("--subset", type=int, default=None, help="first N training sequences only")
+    parser.add_argument("--max-epochs", type=int, default=300)
+    parser.add_argument("--lbfgs-iterations", type=int, default=3000)
+    parser.add_argument("--seed", type=int, default=0)
+    parser.add_argument("--dry-run", action="store_true", help="print only (allowed on a dirty tree)")
+    args = parser.parse_args()
+    if dirty() and not args.dry_run:
+        raise SystemExit("the working tree has uncommitted changes: commit first, or pass --dry-run")
+    raw = OUT / ("crf_goals.json" if args.subset is None else f"crf_goals-subset{args.subset}.json")
+    kept: dict[str, dict[str, Any]] = {}
+    if raw.exists() and not args.dry_run:
+        kept = {r["problem"]: r for r in json.loads(raw.read_text())["results"]}
+    for name in filter(None, args.problems.split(",")):
+        kept[name] = measure(name, args)
+    order = list(TARGET)
+    results = [kept[k] for k in sorted(kept, key=lambda k: order.index(k) if k in order else len(order))]
+    body = report(results)
+    if args.subset is not None:
+        body = body.replace(
+            "## Issue 18's goals", f"## (subset of {args.subset} sequences) Issue 18's goals", 1
+        )
+    print(body)
+    if not args.dry_run:
+        OUT.mkdir(exist_ok=True)
+        raw.write_text(json.dumps({"results": results}, indent=1, default=float))
+        print(write_section("goals", body))
+
+
+if __name__ == "__main__":
+    main()
