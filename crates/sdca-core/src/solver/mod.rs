@@ -36,7 +36,7 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub use cocoa::{local_round, Aggregation, Coordinator, LocalRound, RoundSpec};
-pub(crate) use driver::{drive, meets, Budget, Clock, Coordinate, End, Judge, Verdict};
+pub(crate) use driver::{drive, goal, meets, Budget, Clock, Coordinate, End, Estimate, Judge, Verdict};
 pub use problem::Problem;
 pub(crate) use result::Outcome;
 pub use result::{row_outputs, Certificate, FitResult, RowOutputs, Status};
