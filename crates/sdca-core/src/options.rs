@@ -186,6 +186,39 @@ pub const FIT_OPTIONS: &[Spec] = &[
     ),
 ];
 
+/// The grid options of `fit_path` and `fit_cv`, on top of [`FIT_OPTIONS`] (whose `l1` or `l2`
+/// may there be a list of values: the grid itself).
+pub const PATH_OPTIONS: &[Spec] = &[
+    spec(
+        "n_l1",
+        Int,
+        Value::Int(100),
+        "number of l1 values, from l1_max (the smallest l1 whose model is zero) down",
+        "l1 paths (l1 not a list)",
+    ),
+    spec(
+        "l1_min_ratio",
+        Float,
+        Value::Float(1e-3),
+        "the smallest computed l1 over l1_max, in (0, 1)",
+        "l1 paths (l1 not a list)",
+    ),
+    spec(
+        "n_l2",
+        Int,
+        Null,
+        "number of l2 values of a ridge-type path, from 1e4 / n down",
+        "l2 paths (l2 not a list)",
+    ),
+    spec(
+        "l2_min_ratio",
+        Float,
+        Value::Float(1e-8),
+        "the smallest computed l2 over the largest, in (0, 1)",
+        "l2 paths (l2 not a list)",
+    ),
+];
+
 /// The options of `crf_fit` and `crf_fit_rows` (and `CRFTagger`).
 pub const CRF_OPTIONS: &[Spec] = &[
     spec("l2", Float, Null, "L2 strength lambda (> 0; default 1 / number of sequences)", "all"),
@@ -305,7 +338,7 @@ mod tests {
     /// optional kinds default to `Null` or take none.
     #[test]
     fn tables_are_consistent() {
-        for table in [FIT_OPTIONS, CRF_OPTIONS] {
+        for table in [FIT_OPTIONS, CRF_OPTIONS, PATH_OPTIONS] {
             for (k, s) in table.iter().enumerate() {
                 assert!(table[k + 1..].iter().all(|t| t.name != s.name), "{} twice", s.name);
                 assert!(!s.help.is_empty() && !s.applies.is_empty(), "{}", s.name);
