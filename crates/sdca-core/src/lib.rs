@@ -24,6 +24,7 @@
 
 pub mod config;
 pub mod crf;
+pub mod cv;
 pub mod data;
 pub mod error;
 pub mod loss;

@@ -12,6 +12,7 @@
 
 use crate::config::{GroupNorm, PdproxOutput, PdproxVariant, Sampling, SolverKind};
 use crate::crf::CrfSampling;
+use crate::cv::{Scoring, SELECT};
 use crate::loss::LossKind;
 
 /// What `null_policy=` accepts: rows holding a null raise, or are dropped (linear fits only).
@@ -219,6 +220,32 @@ pub const PATH_OPTIONS: &[Spec] = &[
     ),
 ];
 
+/// The cross-validation options of `fit_cv`, on top of [`FIT_OPTIONS`] and [`PATH_OPTIONS`].
+pub const CV_OPTIONS: &[Spec] = &[
+    spec(
+        "folds",
+        Int,
+        Value::Int(5),
+        "number of folds drawn from the seed (stratified for classification losses)",
+        "fit_cv without fold_column",
+    ),
+    spec("fold_column", Column, Null, "a column whose values give each row's fold", "fit_cv"),
+    spec(
+        "scoring",
+        Choice(Scoring::NAMES),
+        Text("auto"),
+        "held-out score (auto: log_loss for logistic / multinomial, accuracy for other classifiers, squared_error for regression)",
+        "fit_cv",
+    ),
+    spec(
+        "select",
+        Choice(SELECT),
+        Text("best"),
+        "the best mean score, or the largest penalty within one standard error of it",
+        "fit_cv",
+    ),
+];
+
 /// The options of `crf_fit` and `crf_fit_rows` (and `CRFTagger`).
 pub const CRF_OPTIONS: &[Spec] = &[
     spec("l2", Float, Null, "L2 strength lambda (> 0; default 1 / number of sequences)", "all"),
@@ -338,7 +365,7 @@ mod tests {
     /// optional kinds default to `Null` or take none.
     #[test]
     fn tables_are_consistent() {
-        for table in [FIT_OPTIONS, CRF_OPTIONS, PATH_OPTIONS] {
+        for table in [FIT_OPTIONS, CRF_OPTIONS, PATH_OPTIONS, CV_OPTIONS] {
             for (k, s) in table.iter().enumerate() {
                 assert!(table[k + 1..].iter().all(|t| t.name != s.name), "{} twice", s.name);
                 assert!(!s.help.is_empty() && !s.applies.is_empty(), "{}", s.name);

@@ -205,15 +205,32 @@ impl PathConfig {
         &self.fit
     }
 
-    /// The checked config of the fit at grid value `value` (`None`: the fit's own options).
-    pub fn config(&self, value: Option<f64>) -> Result<FitConfig> {
+    /// The same path over the given values (sorted decreasing): every fold of a
+    /// cross-validation runs the grid computed once on all rows.
+    pub fn with_values(&self, mut values: Vec<f64>) -> Self {
+        values.sort_by(|a, b| b.total_cmp(a));
+        Self { grid: Grid::Given(values), ..self.clone() }
+    }
+
+    /// The fit's options with the varying penalty at a valid stand-in value (1, or the user's
+    /// value when larger): what every fit of the path shares, for checks made before the grid
+    /// is known.
+    pub fn representative(&self) -> FitParams {
         let mut p = self.fit.clone();
+        match self.penalty {
+            Penalty::L1 => p.l1 = p.l1.max(1.0),
+            Penalty::L2 => p.l2 = p.l2.max(1.0),
+        }
+        p
+    }
+
+    /// The checked config of the fit at grid value `value` (`None`: of [`Self::representative`]).
+    pub fn config(&self, value: Option<f64>) -> Result<FitConfig> {
+        let mut p = self.representative();
         match (value, self.penalty) {
             (Some(v), Penalty::L1) => p.l1 = v,
             (Some(v), Penalty::L2) => p.l2 = v,
-            // The varying penalty's own value is replaced by the grid's: check a valid one.
-            (None, Penalty::L1) => p.l1 = p.l1.max(1.0),
-            (None, Penalty::L2) => p.l2 = p.l2.max(1.0),
+            (None, _) => {}
         }
         let mut cfg = p.check()?;
         cfg.interrupt = self.interrupt;
