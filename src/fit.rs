@@ -22,6 +22,13 @@ pub struct Group {
     kept: Option<Vec<IdxSize>>,
 }
 
+impl Group {
+    /// The input row of each fitted row, when `null_policy="drop"` removed some.
+    pub fn kept(&self) -> Option<&[IdxSize]> {
+        self.kept.as_deref()
+    }
+}
+
 /// Splits `inputs` by the layout: first, features, weights (a warm-start model, when present,
 /// is the last input and is taken off by [`warm_input`] first).
 pub fn split<'a>(

@@ -34,6 +34,9 @@ pub struct Layout {
     /// Whether the last input is a warm-start model struct (fit only).
     #[serde(default)]
     pub has_warm_start: bool,
+    /// Whether the last input is a fold column (`fit_cv` only; after the weights).
+    #[serde(default)]
+    pub has_folds: bool,
     /// The user's name of each input, for messages (inside `group_by` the series arrive
     /// unnamed).
     pub names: Vec<String>,
