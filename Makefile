@@ -64,7 +64,7 @@ test-compat: build $(COMPAT_STAMP) ## pytest (fast set) against the lowest decla
 # (`fuzz-long`) runs on the clock and grows a corpus outside the clone.
 FUZZ_TARGET_DIR ?= $(CACHE)/target-fuzz
 FUZZ_CORPUS ?= $(CACHE)/fuzz-corpus
-FUZZ_TARGETS := csr fit crf
+FUZZ_TARGETS := csr fit crf memory
 FUZZ_RUNS ?= 300000
 FUZZ_BIN := $(FUZZ_TARGET_DIR)/x86_64-unknown-linux-gnu/release
 FUZZ_RUSTFLAGS := -Cpasses=sancov-module -Cllvm-args=-sanitizer-coverage-level=4 \

@@ -51,7 +51,8 @@ impl CocoaPartition {
     fn new(inputs: Vec<PySeries>, packed: &[u8]) -> PyResult<Self> {
         let kw: FitKwargs = serde_pickle::from_slice(packed, Default::default())
             .map_err(|e| PyTypeError::new_err(format!("invalid keyword arguments: {e}")))?;
-        let cfg = kw.params.check().map_err(value_error)?;
+        let mut cfg = kw.params.check().map_err(value_error)?;
+        cfg.memory_budget = convert::default_budget();
         if cfg.loss.is_multiclass() {
             return Err(value_error(format!(
                 "fit_cocoa does not support the multiclass loss {:?} yet; use fit in a select",

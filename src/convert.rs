@@ -10,9 +10,11 @@
 //! column and row (`null_policy="raise"`) or dropped from all inputs together (`"drop"`).
 
 use std::collections::{BTreeSet, HashMap};
+use std::sync::OnceLock;
 
 use polars::prelude::*;
 use polars_arrow::array::Array;
+use sdca_core::budget::{self, Width};
 use sdca_core::loss::LossKind;
 use sdca_core::{CsrView, DenseView};
 
@@ -33,7 +35,9 @@ impl<T: PolarsNumericType> Buf<T> {
             Ok(Self::Arrow(ca.clone()))
         } else {
             // Nulls were reported or dropped by the null policy before conversion.
-            Ok(Self::Owned(ca.iter().map(|v| v.unwrap_or_default()).collect()))
+            let mut owned = budget::with_capacity(ca.len()).in_column(s.name())?;
+            owned.extend(ca.iter().map(|v| v.unwrap_or_default()));
+            Ok(Self::Owned(owned))
         }
     }
 
@@ -52,6 +56,8 @@ pub struct Sparse {
     values: Buf<Float64Type>,
     n_cols: usize,
     name: String,
+    /// Whether `n_cols` is the user's `n_features` (else the largest index + 1).
+    declared: bool,
 }
 
 /// Dense row-major features: a window of an Arrow buffer, or an owned copy.
@@ -72,6 +78,48 @@ pub enum Features {
     Sparse(Sparse),
     /// Numeric columns, or one `List`/`Array` column of equal-length rows.
     Dense(Dense),
+}
+
+impl Features {
+    /// The model width, where it comes from (for the memory check) and the column name.
+    pub fn width(&self) -> (usize, Width, &str) {
+        match self {
+            Features::Sparse(s) => {
+                (s.n_cols, if s.declared { Width::Declared } else { Width::LargestIndex }, &s.name)
+            }
+            Features::Dense(d) if d.columns.is_empty() => (d.n_cols, Width::Vector, &d.name),
+            Features::Dense(d) => (d.n_cols, Width::Features, &d.name),
+        }
+    }
+}
+
+/// The memory budget of a fit without `max_memory` ([`sdca_core::budget`]): half of the
+/// machine's physical memory (`MemTotal` in `/proc/meminfo`), or of the cgroup's limit when it
+/// is lower (a container), read once. The environment variable `POLARS_SDCA_MEMORY_BUDGET`
+/// (bytes) replaces it. `None` where neither is known: no default limit (allocations stay
+/// fallible).
+pub fn default_budget() -> Option<u64> {
+    static BUDGET: OnceLock<Option<u64>> = OnceLock::new();
+    *BUDGET.get_or_init(|| {
+        if let Some(bytes) =
+            std::env::var("POLARS_SDCA_MEMORY_BUDGET").ok().and_then(|v| v.trim().parse().ok())
+        {
+            return Some(bytes);
+        }
+        let meminfo = std::fs::read_to_string("/proc/meminfo").ok().and_then(|text| {
+            let line = text.lines().find(|l| l.starts_with("MemTotal:"))?;
+            let kb: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+            kb.checked_mul(1024)
+        });
+        let cgroup = ["/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"]
+            .iter()
+            .find_map(|p| std::fs::read_to_string(p).ok()?.trim().parse::<u64>().ok());
+        let physical = match (meminfo, cgroup) {
+            (Some(m), Some(c)) => Some(m.min(c)),
+            (m, c) => m.or(c),
+        };
+        physical.map(|b| b / 2)
+    })
 }
 
 impl Sparse {
@@ -445,7 +493,9 @@ fn sparse(s: &Series, n_features: Option<i64>) -> PolarsResult<Sparse> {
     let s = s.rechunk();
     let ca = s.list()?;
     let arr = ca.downcast_as_array();
-    let indptr = arr.offsets().as_slice().to_vec();
+    let offsets = arr.offsets().as_slice();
+    let mut indptr = budget::with_capacity(offsets.len()).in_column(&name)?;
+    indptr.extend_from_slice(offsets);
     let inner = ca.get_inner();
     let st = inner.struct_()?;
     let index = st.field_by_name("index")?;
@@ -478,7 +528,8 @@ fn sparse(s: &Series, n_features: Option<i64>) -> PolarsResult<Sparse> {
         Some(w) => w as usize,
         None => max_index.map_or(0, |m| m as usize + 1),
     };
-    Ok(Sparse { indptr, indices: Buf::from_series(&index)?, values: Buf::from_series(&value)?, n_cols, name })
+    let (indices, values) = (Buf::from_series(&index)?, Buf::from_series(&value)?);
+    Ok(Sparse { indptr, indices, values, n_cols, name, declared: n_features.is_some() })
 }
 
 fn dense_vector(s: &Series) -> PolarsResult<Dense> {
@@ -511,7 +562,8 @@ fn dense_vector(s: &Series) -> PolarsResult<Dense> {
 fn dense_columns(cols: &[Series]) -> PolarsResult<Dense> {
     let n_rows = cols[0].len();
     let n_cols = cols.len();
-    let mut data = vec![0.0; n_rows * n_cols];
+    let len = n_rows.saturating_mul(n_cols);
+    let mut data = budget::zeros(len).map_err(|e| compute(format!("columns {:?}: {e}", cols[0].name())))?;
     for (j, c) in cols.iter().enumerate() {
         let c = c.cast(&DataType::Float64)?;
         for (i, v) in c.f64()?.iter().enumerate() {

@@ -201,6 +201,12 @@ fn solve_on<D: TokenRows>(
     let pool = if cfg.threads() > 1 { threads::pool() } else { None };
     let fit = crf_fit_on(&problem, &cfg, pool).map_err(|e| match e {
         sdca_core::SdcaError::InvalidParameter { .. } => param(e),
+        sdca_core::SdcaError::MemoryLimit { what: "the marginals", .. } => {
+            compute(format!("column {:?}: {e}", g.tag_name))
+        }
+        sdca_core::SdcaError::MemoryLimit { what: "the weights", .. } => {
+            compute(format!("column {:?}: {e}", g.features.width().2))
+        }
         e => compute(format!("sequence column {:?}: {e}", g.seq_name)),
     })?;
     if fit.status == sdca_core::Status::Interrupted {
@@ -274,6 +280,7 @@ pub fn model(inputs: &[Series], kw: &CrfKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
     let mut cfg = kw.params.check().map_err(param)?;
     cfg.interrupt = interrupt::arm();
+    cfg.memory_budget = convert::default_budget();
     let tag = &inputs[0];
     let result = prepare(inputs, kw).and_then(|g| {
         let (fit, _) = solve(&g, &cfg, false)?;
@@ -321,6 +328,7 @@ pub fn rows(inputs: &[Series], kw: &CrfKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
     let mut cfg = kw.params.check().map_err(param)?;
     cfg.interrupt = interrupt::arm();
+    cfg.memory_budget = convert::default_budget();
     let tag = &inputs[0];
     let result = prepare(inputs, kw).and_then(|g| {
         let (fit, out) = solve(&g, &cfg, true)?;

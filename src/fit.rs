@@ -1,6 +1,7 @@
 //! One group's fit: inputs to core views, the core fit, and `on_error` handling.
 
 use polars::prelude::*;
+use sdca_core::budget;
 use sdca_core::{FitConfig, FitResult, Problem, RowOutputs, Rows, SdcaError, Status, Warm};
 
 use crate::convert::{self, Features, Labels};
@@ -89,7 +90,10 @@ pub fn check_policies(kw: &FitKwargs) -> PolarsResult<()> {
     one_of("null_policy", &kw.layout.null_policy, NULL_POLICIES)
 }
 
-/// Converts the inputs of one group.
+/// Converts the inputs of one group, and checks the fit's memory against the budget
+/// (`max_memory`, else `cfg.memory_budget`) before the solver allocates: here the width's origin
+/// is known, so that the error names it (the largest sparse index, `n_features`, a vector
+/// column).
 pub fn prepare(inputs: &[Series], kw: &FitKwargs, cfg: &FitConfig) -> PolarsResult<Group> {
     let (inputs, warm) = warm_input(inputs, &kw.layout);
     let warm = warm.map(warm_model).transpose()?.flatten();
@@ -97,6 +101,18 @@ pub fn prepare(inputs: &[Series], kw: &FitKwargs, cfg: &FitConfig) -> PolarsResu
     let (label, feats, weights) = split(&inputs, &kw.layout)?;
     let labels = convert::labels(label, &cfg.loss)?;
     let features = convert::features(feats, &kw.layout)?;
+    let (d, width, features_name) = features.width();
+    let k = match &labels.classes {
+        Some(classes) if cfg.loss.is_multiclass() => classes.len(),
+        _ => 1,
+    };
+    budget::check_linear(&cfg.budget(), labels.y.len(), d, k, width).map_err(|e| {
+        let column = match &e {
+            SdcaError::MemoryLimit { what: "the dual variables", .. } => label.name().as_str(),
+            _ => features_name,
+        };
+        compute(format!("column {column:?}: {e}"))
+    })?;
     let weights =
         weights.map(|w| Ok::<_, PolarsError>((w.name().to_string(), convert::weights(w)?))).transpose()?;
     Ok(Group { warm, labels, features, weights, label_name: label.name().to_string(), kept })
@@ -166,6 +182,7 @@ pub fn model(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
     let mut cfg = kw.params.check().map_err(param)?;
     cfg.interrupt = interrupt::arm();
+    cfg.memory_budget = convert::default_budget();
     let label = &inputs[0];
     let meta = meta(label, kw);
     let result = prepare(inputs, kw, &cfg).and_then(|g| {
@@ -194,6 +211,7 @@ pub fn rows(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
     check_policies(kw)?;
     let mut cfg = kw.params.check().map_err(param)?;
     cfg.interrupt = interrupt::arm();
+    cfg.memory_budget = convert::default_budget();
     let label = &inputs[0];
     let classification = cfg.loss.is_classification() || cfg.loss.is_multiclass();
     let multiclass = cfg.loss.is_multiclass();

@@ -7,7 +7,9 @@ the message.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
+from typing import Any
 
 import numpy as np
 import polars as pl
@@ -387,7 +389,13 @@ def test_max_memory_refuses_the_large_group_only() -> None:
     big = pl.concat([BASE] * 40).with_columns(g=pl.lit(1))
     df = pl.concat([small, big])
     d = len(X)
-    limit = 16 * small.height + 24 * small.height + 56 * (d + 1) + 100  # between the two sizes
+
+    def estimate(n: int) -> int:
+        """The documented bound (``sdca_core::budget::linear_bytes``), one output, Newton's
+        Hessian included (``d <= 512``)."""
+        return 24 * n + 160 * n + 96 * (d + 1) + 16 * (d + 1) ** 2
+
+    limit = estimate(small.height) + 100  # between the two sizes
     opts = {"loss": "hinge", "l2": 0.1, "max_memory": limit}
     out = (
         df.group_by("g")
@@ -396,8 +404,13 @@ def test_max_memory_refuses_the_large_group_only() -> None:
         .unnest("m")
     )
     assert out["coef"].is_null().to_list() == [False, True]
-    needed = 16 * big.height + 24 * big.height + 56 * (d + 1)
-    assert f"the linear fit needs about {needed} bytes > max_memory {limit}" in out["status"][1]
+    # The rows dominate the estimate; the status names them and both sizes.
+    needed = estimate(big.height)
+    assert out["status"][1] == (
+        f'column "x0, x1": {big.height} rows: the fit would need about {needed / 1000:.1f} kB, more than '
+        f"max_memory={limit:,} ({limit / 1000:.1f} kB); raise max_memory, or fit fewer rows per group "
+        "(group_by), or one model over partitions with fit_cocoa"
+    )
     with pytest.raises(ComputeError, match="raise max_memory, or fit fewer rows"):
         big.select(ps.fit("y", X, **opts))  # type: ignore[arg-type]
 
@@ -409,3 +422,156 @@ def test_null_policy_drop_matches_prefiltered_fit() -> None:
     assert dropped == manual
     rows = holes.select(ps.fit_rows("y", X, null_policy="drop", l2=0.1).alias("r")).unnest("r")
     assert rows["decision"].is_null().to_list() == [False, True, False, False, False, False]
+
+
+# Memory that grows with the data is checked before it is allocated (issue 15, item 3). The
+# default budget is half of the machine's memory; these cases run in a subprocess with
+# POLARS_SDCA_MEMORY_BUDGET pinned to 100 MB, so that they refuse the same fits on any machine
+# (before the check, the two reported cases aborted the Python process on allocation failure).
+_MEMORY_SCRIPT = """
+import json, sys
+import numpy as np, polars as pl, polars_sdca as ps
+
+SPARSE = pl.List(pl.Struct({"index": pl.UInt32, "value": pl.Float64}))
+ONLY = sys.argv[1:]  # the cases to run (all when empty)
+out = {}
+
+def run(name, build):
+    if ONLY and name not in ONLY:
+        return
+    try:
+        out[name] = ("ok", repr(build()))
+    except pl.exceptions.ComputeError as e:
+        out[name] = ("error", str(e).splitlines()[0])
+
+hashed = pl.DataFrame(
+    {"y": [1, -1, 1], "f": [[{"index": 4_294_967_290, "value": 1.0}], [{"index": 0, "value": 1.0}], []]},
+    schema={"y": pl.Int64, "f": SPARSE},
+)
+run("sparse index near 2^32", lambda: hashed.select(ps.fit("y", "f")))
+small = hashed.with_columns(f=pl.Series([[{"index": 1, "value": 1.0}], [], []], dtype=SPARSE))
+run("huge n_features", lambda: small.select(ps.fit("y", "f", n_features=2**40)))
+ids = pl.DataFrame({"y": np.arange(100_000), "x": np.ones(100_000)})
+run("an id column as the multiclass label", lambda: ids.select(ps.fit("y", ["x"], loss="multinomial")))
+run("3,000 classes", lambda: ids.head(3_000).select(ps.fit("y", ["x"], loss="multiclass_hinge")))
+wide = pl.DataFrame(
+    {"y": np.arange(20), "v": np.ones((20, 100_000))}, schema_overrides={"v": pl.Array(pl.Float64, 100_000)}
+)
+run("wide dense Array", lambda: wide.select(ps.fit("y", "v", loss="multinomial")))
+tokens = pl.DataFrame({"tag": np.arange(100_000), "x": np.ones(100_000), "s": np.arange(100_000) // 10})
+run("an id column as the crf tag", lambda: tokens.select(ps.crf_fit("tag", ["x"], sequence="s")))
+attrs = hashed.with_columns(s=pl.Series([0, 0, 1]))
+run("crf attribute index near 2^32", lambda: attrs.select(ps.crf_fit("y", "f", sequence="s")))
+if ONLY:
+    print(json.dumps(out))
+    sys.exit(0)
+# on_error="null": the failing group gets a null model with the message; the others fit.
+groups = pl.concat([ids.with_columns(g=pl.lit(0)), ids.head(50).with_columns(y=pl.col("y") % 2, g=pl.lit(1))])
+fit = pl.col("y").sdca.fit(["x"], loss="multinomial", on_error="null")
+models = groups.group_by("g").agg(fit.alias("m")).sort("g").unnest("m")
+out["on_error null"] = ("ok", models["status"].to_list())
+keyed = groups.select(ps.fit_groups("y", ["x"], by="g", loss="multinomial", on_error="null"))
+keyed = keyed.unnest("y").sort("g")
+out["fit_groups on_error null"] = ("ok", keyed["y"].struct.field("status").to_list())
+print(json.dumps(out))
+"""
+
+BUDGET_100MB = "the default memory budget of 100.0 MB (pass max_memory= to set another)"
+MEMORY_CASES: list[tuple[str, str]] = [
+    (
+        "sparse index near 2^32",
+        'column "f": the largest sparse index is 4,294,967,290: the model would need about 412.3 GB, more '
+        f"than {BUDGET_100MB}; pass n_features= (the width the model needs) or check the column: a hashed "
+        "or corrupt index",
+    ),
+    (
+        "huge n_features",
+        'column "f": n_features=1,099,511,627,776: the model would need about 105.6 TB, more than '
+        f"{BUDGET_100MB}; pass a smaller n_features=",
+    ),
+    (
+        "an id column as the multiclass label",
+        'column "y": 100,000 classes for 100,000 rows: the dual variables would need about 240.0 GB, more '
+        f"than {BUDGET_100MB}; check the label column (an id column passed as a multiclass label?), or fit "
+        "fewer rows per group",
+    ),
+    ("3,000 classes", 'column "y": 3,000 classes for 3,000 rows: the dual variables would need about 217.'),
+    (
+        "wide dense Array",
+        'column "v": dense vectors of width 100,000 x 20 classes: the model would need about 192.0 MB, more '
+        f"than {BUDGET_100MB}; check the vector column's width, or pass the features in sparse form",
+    ),
+    (
+        "an id column as the crf tag",
+        'column "tag": 100,000 tags for 100,000 tokens: the marginals would need about 7.2 PB, more than '
+        f"{BUDGET_100MB}; check the tag column (an id column passed as the tag?), or fit fewer sequences "
+        "per group",
+    ),
+    (
+        "crf attribute index near 2^32",
+        'column "f": 4,294,967,291 attributes x 2 tags: the weights would need about 154.6 GB, more than '
+        f"{BUDGET_100MB}; pass n_features= or check the attribute column (the largest sparse index sets "
+        "the width)",
+    ),
+]
+
+
+def _run_memory_script(
+    env: dict[str, str], only: tuple[str, ...] = (), limit_address_space: int | None = None
+) -> dict[str, Any]:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    def limit() -> None:
+        if limit_address_space is not None:
+            import resource
+
+            resource.setrlimit(resource.RLIMIT_AS, (limit_address_space, limit_address_space))
+
+    res = subprocess.run(
+        [sys.executable, "-c", _MEMORY_SCRIPT, *only],
+        env={**os.environ, **env},
+        capture_output=True,
+        text=True,
+        preexec_fn=limit,  # no threads are started before the fork
+        check=False,
+    )
+    assert res.returncode == 0, res.stderr[-3000:]
+    return dict(json.loads(res.stdout))
+
+
+@pytest.fixture(scope="module")
+def memory_results() -> dict[str, Any]:
+    return _run_memory_script({"POLARS_SDCA_MEMORY_BUDGET": "100000000"})
+
+
+@pytest.mark.parametrize(("case", "message"), MEMORY_CASES, ids=[c[0] for c in MEMORY_CASES])
+def test_memory_is_checked_before_it_is_allocated(
+    memory_results: dict[str, Any], case: str, message: str
+) -> None:
+    kind, text = memory_results[case]
+    assert kind == "error", text
+    assert message in text, text
+
+
+def test_memory_errors_stay_in_their_group(memory_results: dict[str, Any]) -> None:
+    for case in ("on_error null", "fit_groups on_error null"):
+        statuses = memory_results[case][1]
+        assert "100,000 classes for 100,000 rows: the dual variables would need" in statuses[0]
+        assert statuses[1] == "ok", statuses
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_AS")
+def test_a_refused_allocation_is_an_error_not_an_abort() -> None:
+    """With a budget that lets the fit through (the default budget trusts the machine's memory),
+    an address-space limit makes the model's allocation fail: an error, not an abort (linear fits;
+    the CRF's inner buffers are checked by its estimate only)."""
+    cases = ("sparse index near 2^32", "an id column as the multiclass label")
+    results = _run_memory_script({"POLARS_SDCA_MEMORY_BUDGET": str(10**15)}, cases, 16 * 2**30)
+    kind, text = results["sparse index near 2^32"]
+    assert kind == "error"
+    assert "could not allocate 34.4 GB (34359738336 bytes): the process is out of memory" in text
+    kind, text = results["an id column as the multiclass label"]
+    assert "could not allocate 80.0 GB (80000000000 bytes)" in text

@@ -288,6 +288,9 @@ pub struct FitConfig {
     pub max_seconds: Option<f64>,
     /// Storage cap in bytes for the solver's own arrays.
     pub max_memory: Option<u64>,
+    /// The memory budget in bytes when `max_memory` is unset ([`crate::budget`]); `None` after
+    /// `check` (no limit): the caller sets it (the plugin passes half of the machine's memory).
+    pub memory_budget: Option<u64>,
     /// Asked after every epoch: `true` stops the fit with [`crate::solver::Status::Interrupted`]
     /// (the plugin passes its SIGINT check, so Ctrl-C stops a long `collect()`). `None` after
     /// `check`; the caller sets it.
@@ -303,6 +306,13 @@ pub struct FitConfig {
     /// Whether plain SDCA may shrink (see [`FitParams::shrinking`]).
     pub shrinking: bool,
     _checked: (),
+}
+
+impl FitConfig {
+    /// The memory budget of this fit: `max_memory`, else `memory_budget` ([`crate::budget`]).
+    pub fn budget(&self) -> crate::budget::Budget {
+        crate::budget::Budget::new(self.max_memory, self.memory_budget)
+    }
 }
 
 fn invalid(name: &'static str, message: impl Into<String>) -> SdcaError {
@@ -505,6 +515,7 @@ impl FitParams {
             intercept_scaling: if self.fit_intercept { scaling } else { 0.0 },
             max_seconds: self.max_seconds,
             max_memory,
+            memory_budget: None,
             interrupt: None,
             inner_epochs,
             groups,

@@ -151,17 +151,28 @@ pub enum SdcaError {
         /// The configured cap.
         max: usize,
     },
-    /// The estimated memory of a fit exceeds `max_memory`.
-    #[error("the {what} fit needs about {needed} bytes > max_memory {limit}; raise max_memory, or {advice}")]
+    /// Memory that grows with the data (the model width, classes, CRF tags, rows) would exceed
+    /// `max_memory`, or the default memory budget when it is unset; found before anything was
+    /// allocated ([`crate::budget`]).
+    #[error(
+        "{cause}: {what} would need about {}, more than {}; {fix}",
+        crate::budget::human_bytes(*needed),
+        crate::budget::describe_limit(*limit, *max_memory)
+    )]
     MemoryLimit {
-        /// `"crf"` or `"linear"`.
+        /// The quantity in the data that makes the fit large, e.g. `the largest sparse index is
+        /// 4,294,967,290` or `100,000 classes for 100,000 rows`.
+        cause: String,
+        /// What would be allocated, e.g. `the model`.
         what: &'static str,
-        /// How to make the fit smaller.
-        advice: &'static str,
-        /// Estimated bytes (dual marginals, weights and work buffers).
+        /// Estimated bytes.
         needed: u64,
-        /// The configured cap.
+        /// The limit in bytes.
         limit: u64,
+        /// Whether the limit is the user's `max_memory` (else the default budget).
+        max_memory: bool,
+        /// How to make the fit smaller.
+        fix: String,
     },
     /// A computation left the range or the precision of `f64`: a model, certificate or
     /// prediction came out NaN, infinite, or inconsistent.
@@ -170,8 +181,9 @@ pub enum SdcaError {
         /// Which output, e.g. `the fit's coef`, `the crf marginals`.
         what: &'static str,
     },
-    /// The allocator refused the dual storage.
-    #[error("could not allocate {bytes} bytes for the crf dual variables; fit fewer sequences per group, use fewer labels, or set max_memory to fail early")]
+    /// The operating system refused an allocation that the memory budget allowed (an
+    /// address-space or container limit below the budget).
+    #[error("could not allocate {} ({bytes} bytes): the process is out of memory; fit fewer rows, features, classes or sequences per group, or set max_memory to fail early", crate::budget::human_bytes(*bytes))]
     AllocationFailed {
         /// Requested bytes.
         bytes: u64,

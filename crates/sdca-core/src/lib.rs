@@ -22,6 +22,7 @@
 //!   Primal-Dual Optimization", ICML 2015 (arXiv:1502.03508).
 #![warn(missing_docs)]
 
+pub mod budget;
 pub mod config;
 pub mod crf;
 pub mod cv;

@@ -70,6 +70,7 @@ mod tests {
         assert_eq!(log_sum_exp(&[f64::NEG_INFINITY; 3]), f64::NEG_INFINITY);
         assert!((log_sum_exp(&[1000.0, 1000.0]) - (1000.0 + 2f64.ln())).abs() < 1e-12);
         assert!((log_sum_exp(&[-1000.0, -1000.0]) - (-1000.0 + 2f64.ln())).abs() < 1e-12);
+        assert!((log_sum_exp(&[-1000.0, f64::NEG_INFINITY]) + 1000.0).abs() < 1e-12);
         assert_eq!(log_sum_exp(&[0.0, f64::INFINITY]), f64::INFINITY);
     }
 

@@ -9,7 +9,7 @@
 //! ```
 //!
 //! Forward-backward in probability space with per-position scaling (Rabiner's scaled
-//! recursions, as in CRFsuite and Wapiti; `papers/notes/sdca-crf.md` section 2.2 gives the log
+//! recursions, as in CRFsuite and Wapiti; Le Priol et al. 2018 gives the log
 //! form). With `m_t = max_k theta_t(k)`, `psi_t(k) = exp(theta_t(k) - m_t)` (one `exp` per token
 //! and label) and `E = exp(W - max W)` (one `exp` per transition and pass):
 //!
@@ -46,14 +46,7 @@
 //! Edge arrays are row-major `(T - 1) x K x K`: entry `[t][k][l]` is the edge `(t, t+1)` with
 //! `y_t = k`, `y_{t+1} = l`. A chain of length 1 has no edges.
 
-/// `log(sum_j exp(x_j))`, shifted by the maximum; `-inf` for an empty or all `-inf` input.
-pub fn log_sum_exp(xs: &[f64]) -> f64 {
-    let m = xs.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    if !m.is_finite() {
-        return m;
-    }
-    m + xs.iter().map(|&x| (x - m).exp()).sum::<f64>().ln()
-}
+pub use crate::math::log_sum_exp;
 
 /// Neumaier's compensated sum: the rounding error of `n` additions stays `O(eps sum |x|)`
 /// instead of `O(n eps sum |x|)` (the sums over the positions of long chains).
@@ -668,14 +661,6 @@ pub(crate) mod tests {
         let mut path = vec![0; t_len];
         let best = ws.viterbi(&unary, &trans, k, &mut path);
         assert!((path_score(&unary, &trans, k, &path) - best).abs() < 1e-9);
-    }
-
-    #[test]
-    fn log_sum_exp_edge_cases() {
-        assert_eq!(log_sum_exp(&[]), f64::NEG_INFINITY);
-        assert_eq!(log_sum_exp(&[f64::NEG_INFINITY; 3]), f64::NEG_INFINITY);
-        assert!((log_sum_exp(&[1000.0, 1000.0]) - (1000.0 + 2f64.ln())).abs() < 1e-12);
-        assert!((log_sum_exp(&[-1000.0, f64::NEG_INFINITY]) + 1000.0).abs() < 1e-12);
     }
 
     #[test]

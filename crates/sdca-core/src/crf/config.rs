@@ -9,7 +9,7 @@ use crate::error::{Result, SdcaError};
 /// How the next sequence is chosen.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum CrfSampling {
-    /// Uniformly at random (SDCA of `sdca-crf.txt`).
+    /// Uniformly at random (SDCA of Le Priol et al. 2018).
     Uniform,
     /// Proportionally to the stored block gaps, mixed with uniform (SDCA-GAP).
     Gap,
@@ -108,6 +108,9 @@ pub struct CrfConfig {
     pub seed: u64,
     /// Memory cap in bytes.
     pub max_memory: Option<u64>,
+    /// The memory budget in bytes when `max_memory` is unset ([`crate::budget`]); `None` after
+    /// `check` (no limit): the caller sets it (the plugin passes half of the machine's memory).
+    pub memory_budget: Option<u64>,
     /// Wall-clock budget in seconds.
     pub max_seconds: Option<f64>,
     /// Asked after every epoch: `true` stops the fit with [`crate::solver::Status::Interrupted`]
@@ -122,6 +125,11 @@ pub struct CrfConfig {
 }
 
 impl CrfConfig {
+    /// The memory budget of this fit: `max_memory`, else `memory_budget` ([`crate::budget`]).
+    pub fn budget(&self) -> crate::budget::Budget {
+        crate::budget::Budget::new(self.max_memory, self.memory_budget)
+    }
+
     /// The L2 strength used for `n` sequences.
     pub fn l2_for(&self, n: usize) -> f64 {
         self.l2.unwrap_or(1.0 / n.max(1) as f64)
@@ -212,6 +220,7 @@ impl CrfParams {
             line_search_tol,
             seed,
             max_memory,
+            memory_budget: None,
             max_seconds,
             interrupt: None,
             max_sequence_length,

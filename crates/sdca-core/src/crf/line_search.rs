@@ -1,8 +1,7 @@
 //! Exact line search of one SDCA block step, by safeguarded Newton on the slope.
 //!
 //! Along `mu_gamma = mu + gamma delta` (`delta = nu - mu`, nodes and edges alike) and
-//! `w + gamma v`, the block-`i` part of `n D` is (`papers/sdca-crf.txt` eq. 15 and 20, note
-//! section 2.4)
+//! `w + gamma v`, the block-`i` part of `n D` is (Le Priol et al. 2018 eq. 15 and 20)
 //!
 //! ```text
 //! f(gamma)   = H~(mu_gamma) - (lambda n / 2) ||w + gamma v||^2

@@ -1,8 +1,8 @@
 //! The CRF dual variables: node and edge marginals per sequence, stored as probabilities.
 //!
-//! The dual of `papers/sdca-crf.txt` eq. 3 has one distribution `alpha_i` over the `K^T`
+//! The dual of Le Priol et al. 2018 eq. 3 has one distribution `alpha_i` over the `K^T`
 //! labellings of sequence `i`. On a chain it is represented exactly by its clique marginals
-//! (note section 1.5): node marginals `mu_t` in `Delta_K` (`t = 1..T`) and edge marginals
+//! Node marginals `mu_t` in `Delta_K` (`t = 1..T`) and edge marginals
 //! `mu_{t,t+1}` in `Delta_{K^2}` (`t = 1..T-1`). The junction tree of the chain (cliques: the
 //! edges, separators: the interior nodes) gives
 //!
@@ -18,7 +18,7 @@
 //! vectorised one of `crf/vlog.rs`. Special cases: `T = 1` sums the
 //! single node, `T = 2` the single edge (no separator). Entropies use `0 log 0 = 0`.
 //!
-//! Storage (note section 2.6): two flat arenas of `f64` probabilities (the oracle's marginals
+//! Storage: two flat arenas of `f64` probabilities (the oracle's marginals
 //! go straight into them, and a step is `mu <- mu + gamma (nu - mu)`, no `exp` or `log`), nodes
 //! `[t][k]` at `node_off[i] = K * start_i` and edges `[t][k][l]` at `edge_off[i] = K^2 *
 //! (start_i - i)`, about `8 (K N + K^2 (N - n))` bytes for `N` tokens in `n` sequences. A step

@@ -1,5 +1,5 @@
-//! Linear-chain conditional random fields trained by SDCA (`papers/sdca-crf.txt`, Le Priol,
-//! Piché and Lacoste-Julien, UAI 2018; digest and errata in `papers/notes/sdca-crf.md`).
+//! Linear-chain conditional random fields trained by SDCA (Le Priol, Piché and Lacoste-Julien,
+//! "Adaptive Stochastic Dual Coordinate Ascent for Conditional Random Fields", UAI 2018).
 //!
 //! Model: `n` sequences, sequence `i` a run of token rows with attributes `x_t` (width `A`) and
 //! labels `y_t` in `0..K`. With emission `E` (`K x A`), per-label `bias`, `start` and `end`

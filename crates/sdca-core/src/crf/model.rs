@@ -1,13 +1,13 @@
 //! The linear-chain CRF model: data, feature map, parameter layout and unary scores.
 //!
-//! Feature map (`papers/sdca-crf.txt` App. B, note section 1.1). Token `t` of a sequence of
+//! Feature map (Le Priol et al. 2018 App. B). Token `t` of a sequence of
 //! length `T` has attributes `x_t` (a row of width `A`, sparse or dense); its label `y_t` is in
 //! `0..K`. The parameters are
 //!
 //! | block | shape | meaning |
 //! |---|---|---|
 //! | emission `E` | `K x A` | weight of attribute `a` under label `k` |
-//! | `bias` | `K` | label `k` anywhere (the note's `B[:, 0]`) |
+//! | `bias` | `K` | label `k` anywhere |
 //! | `start` | `K` | label `k` at `t = 1` (`B[:, 1]`) |
 //! | `end` | `K` | label `k` at `t = T` (`B[:, 2]`) |
 //! | transition `W` | `K x K` | `y_t = k` followed by `y_{t+1} = l` |
@@ -365,8 +365,7 @@ impl<'a> CrfWeights<'a> {
 }
 
 /// Estimated peak bytes of a CRF fit of `problem` with `slots` concurrent steps (1 when
-/// single-threaded, `8 n_threads` otherwise): the marginals `8 (K N + K^2 (N - n))` (note section
-/// 2.6), the weights and their work copy `16 d`, per-sequence state (gaps, entropies, offsets,
+/// single-threaded, `8 n_threads` otherwise): the marginals `8 (K N + K^2 (N - n))`, the weights and their work copy `16 d`, per-sequence state (gaps, entropies, offsets,
 /// sum tree), the per-sequence attribute index (`8` bytes per stored entry) and per slot the
 /// step's work buffers (`O(T_max K^2 + |active| K)`).
 pub fn memory_estimate<D: TokenRows>(problem: &CrfProblem<'_, D>, slots: usize) -> u64 {

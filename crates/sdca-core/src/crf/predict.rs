@@ -1,7 +1,7 @@
 //! Prediction with fitted CRF weights: Viterbi labels and per-token marginals.
 //!
 //! For each sequence the unary scores `theta_t(k)` of [`crate::crf::model`] are built from the
-//! weights (attributes the model does not know, index `>= A`, are ignored: note pitfall 11), then
+//! weights (attributes the model does not know, index `>= A`, are ignored), then
 //! [`ChainWorkspace::viterbi`] gives `argmax_y s(y)` and [`ChainWorkspace::marginals`] (scaled
 //! forward-backward) gives `p(y_t = k | x)` and `log Z`, with an error that does not grow with
 //! the length of the sequence.

@@ -1,5 +1,5 @@
-//! SDCA for linear-chain CRFs (Le Priol, Piché, Lacoste-Julien, UAI 2018, `papers/sdca-crf.txt`
-//! Algorithm 2 with the details of App. A; implementation digest `papers/notes/sdca-crf.md`).
+//! SDCA for linear-chain CRFs (Le Priol, Piché and Lacoste-Julien, UAI 2018, Algorithm 2 with
+//! the details of App. A).
 //!
 //! Primal (eq. 1-2), for `n` sequences with features `F(x, y)` of [`crate::crf::model`]:
 //!
@@ -16,7 +16,7 @@
 //! P(w^(mu)) - D(mu) = (1/n) sum_i KL~(mu_i || nu_i),  nu_i = p(. | x_i; w^(mu))   (eq. 11)
 //! ```
 //!
-//! One step on sequence `i` (note section 2.1): the scaled forward-backward (`crf/chain.rs`) at
+//! One step on sequence `i`: the scaled forward-backward (`crf/chain.rs`) at
 //! the current `w` writes `nu_i` into the step's buffers, which become `delta = nu_i - mu_i` in
 //! the same pass; the block gap comes without a `log` per lattice cell, from
 //!
@@ -28,7 +28,7 @@
 //! (`log nu(y) = s(y) - log Z` and `mu_i` is locally consistent), and is stored for sampling and
 //! the running estimate; `v = -(1/(lambda n)) sum_C sum_y_C delta_C F_C` touches only the
 //! attribute columns active in sequence `i` (positions precomputed once per fit) plus the bias
-//! and transition blocks (sparse scatter, note section 2.3); the exact line search
+//! and transition blocks (sparse scatter); the exact line search
 //! (`crf/line_search.rs`) picks `gamma` in `[0, 1]` at a cost of one `log` per lattice cell and
 //! evaluation, which also gives `H~(mu_i + gamma delta)`; then `mu_i <- mu_i + gamma delta` and
 //! `w <- w + gamma v`, so `w = w^(mu)` holds at all times.
@@ -43,11 +43,11 @@
 //! polytope) and every step still raises the dual, so the certificate and the monotone dual
 //! hold. The result depends on the seed and the thread count only.
 //!
-//! Initialisation (note section 5.1): eps-smoothed one-hot marginals of the true labels
+//! Initialisation: eps-smoothed one-hot marginals of the true labels
 //! (`eps = 1e-10`, never uniform), `w = w^(mu)` (about 0), every stored gap 100.
 //!
 //! Stopping: the running estimate `G = mean_i g_i` of the stored gaps (within a factor 2 of the
-//! truth, note section 3.3) triggers a full pass when `G <= tol * (D + G)` (at most once per
+//! truth) triggers a full pass when `G <= tol * (D + G)` (at most once per
 //! `n / 10` steps); so does the end of every `check_every`-th epoch. A full pass recomputes
 //! `w = w^(mu)` from the marginals (no rounding drift), then the true `P`, `D` and gap (block
 //! gaps summed as `mu (log mu - log nu)` terms, accurate near the optimum), in fixed chunks of
@@ -55,12 +55,10 @@
 //! threads; the fit stops when `gap <= tol * max(P, tiny)`. The pass also replaces the stored
 //! gaps by the true ones.
 //!
-//! Errata and choices (note section 7): `f'(1)` from a closed form; NaN in the line search falls
+//! Errata and choices: `f'(1)` from a closed form; NaN in the line search falls
 //! back to bisection; `T = 1` chains use the node entropy and `T = 2` the single edge; block
 //! gaps clamped `>= 0`; sums over positions compensated, so rounding does not grow with the
 //! length of a sequence.
-
-use std::time::Instant;
 
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -73,7 +71,7 @@ use super::marginals::{chain_entropy_kl, zeros, Marginals};
 use super::model::{memory_estimate, unary_scores, CrfProblem, CrfWeights, Emission, Layout, TokenRows};
 use crate::error::{Result, SdcaError};
 use crate::sampling::GapSampler;
-use crate::solver::{Certificate, Status};
+use crate::solver::{meets, Certificate, Clock, Status};
 
 /// `eps` of the smoothed one-hot initial marginals `mu_t(k) = eps/K + (1 - eps)[k = y_t]`.
 const INIT_SMOOTHING: f64 = 1e-10;
@@ -860,6 +858,12 @@ struct Run {
     gap_trace: Vec<f64>,
 }
 
+/// The CRF's loop: sequence steps (one at a time, or in parallel blocks) until the certificate
+/// meets `tol` by the stopping rule of every fit ([`meets`]) or the fit's [`Clock`] (epochs of
+/// `n` steps, `max_seconds`, the interrupt check) runs out. A check runs every `check_every`
+/// epochs, and earlier when the running estimate of the gap (the mean of the stored block
+/// gaps) says `tol` may be met, at most once per `n / 10` steps so that an estimate sitting at
+/// the threshold cannot trigger a pass at every step.
 fn drive<D: TokenRows>(
     state: &mut State<'_, '_, D>,
     cfg: &CrfConfig,
@@ -867,27 +871,26 @@ fn drive<D: TokenRows>(
     block_gaps: &mut [f64],
     exec: Exec<'_>,
 ) -> Run {
-    let started = Instant::now();
+    let mut clock = Clock::limits(cfg.max_epochs, cfg.max_seconds, cfg.interrupt);
     let n = state.n as u64;
     let max_steps = u64::from(cfg.max_epochs) * n;
-    // An estimate-triggered check waits this many steps after the previous check, so that an
-    // estimate sitting at the threshold cannot trigger a pass at every step.
     let spacing = (n / 10).max(1);
     let period = u64::from(cfg.check_every) * n;
     let mut next_periodic = period;
     let (mut steps, mut last_check) = (0u64, None::<(u64, Certificate)>);
     let mut gap_trace = Vec::new();
     let mut status = Status::MaxEpochs;
-    let converged = |c: &Certificate| c.gap <= cfg.tol * c.primal.max(f64::MIN_POSITIVE);
     let parallel = state.slots.len() > 1;
     while steps < max_steps {
-        if parallel {
-            steps += state.block(rng, exec) as u64;
+        let made = if parallel {
+            state.block(rng, exec) as u64
         } else {
             let i = state.sampler.draw(rng);
             state.step(i);
-            steps += 1;
-        }
+            1
+        };
+        steps += made;
+        clock.add_pass(made as f64 / n as f64);
         let estimate = state.sampler.total() / n as f64;
         let since = last_check.map_or(steps, |(s, _)| steps - s);
         let mut check = since >= spacing
@@ -900,22 +903,18 @@ fn drive<D: TokenRows>(
         }
         if check {
             let mut c = state.certify(block_gaps, exec, false);
-            if converged(&c) {
+            if meets(cfg.tol, &c) {
                 c = state.certify(block_gaps, exec, true);
             }
             gap_trace.push(c.gap);
             last_check = Some((steps, c));
-            if converged(&c) {
+            if meets(cfg.tol, &c) {
                 status = Status::Converged;
                 break;
             }
         }
-        if cfg.interrupt.is_some_and(|i| i.requested()) {
-            status = Status::Interrupted;
-            break;
-        }
-        if cfg.max_seconds.is_some_and(|s| started.elapsed().as_secs_f64() >= s) {
-            status = Status::MaxSeconds;
+        if clock.out_of_time() {
+            status = if clock.interrupted { Status::Interrupted } else { Status::MaxSeconds };
             break;
         }
     }
@@ -928,7 +927,7 @@ fn drive<D: TokenRows>(
             } else {
                 gap_trace.push(c.gap);
             }
-            if converged(&c) {
+            if meets(cfg.tol, &c) {
                 status = Status::Converged;
             }
             c
@@ -940,13 +939,13 @@ fn drive<D: TokenRows>(
 /// Fit a linear-chain CRF by SDCA with exact line search and optional gap sampling.
 ///
 /// Solves `min_w (lambda/2)||w||^2 + (1/n) sum_i [log Z(x_i; w) - w . F(x_i, y_i)]` over the
-/// sequences of `problem` (`papers/sdca-crf.txt` eq. 1-3, Algorithm 2; errata and choices in
-/// `papers/notes/sdca-crf.md` section 7), `lambda = cfg.l2` or `1/n`.
+/// sequences of `problem` (Le Priol et al. 2018 eq. 1-3, Algorithm 2; errata and choices in
+/// Le Priol et al. 2018), `lambda = cfg.l2` or `1/n`.
 ///
 /// Inputs: a validated [`CrfProblem`] (sparse or dense token rows, sequence offsets, labels in
 /// `0..K`) and a checked [`CrfConfig`]. Errors: a sequence longer than `max_sequence_length`
-/// ([`SdcaError::SequenceTooLong`]), an estimate above `max_memory`
-/// ([`SdcaError::MemoryLimit`]), a refused allocation, or a fit that overflowed `f64`
+/// ([`SdcaError::SequenceTooLong`]), an estimate above `max_memory` or the default memory
+/// budget ([`SdcaError::MemoryLimit`]), a refused allocation, or a fit that overflowed `f64`
 /// ([`SdcaError::NonFiniteResult`]). Output: the weights split by block,
 /// `P`, `D`, the gap certificate (`P - D = mean_i KL~(mu_i || nu_i) >= 0`), the per-sequence
 /// block gaps and the gap trace. The same seed and `n_threads` give the same result bit for bit
@@ -983,16 +982,7 @@ pub fn crf_fit_on<D: TokenRows>(
         if threads > 1 { (BLOCK_PER_THREAD * threads).min(n / MIN_SEQUENCES_PER_SLOT).max(1) } else { 1 };
     let (k, a) = (problem.n_labels(), problem.n_attributes());
     let memory_bytes = memory_estimate(problem, slots);
-    if let Some(limit) = cfg.max_memory {
-        if memory_bytes > limit {
-            return Err(SdcaError::MemoryLimit {
-                what: "crf",
-                advice: "use fewer labels or shorter sequences, or fit fewer sequences per group",
-                needed: memory_bytes,
-                limit,
-            });
-        }
-    }
+    crate::budget::check_crf(&cfg.budget(), memory_bytes, problem.n_tokens(), n, k, a, problem.max_len())?;
     // No buffer can exceed `isize::MAX` bytes; this also keeps every size below from overflowing.
     if memory_bytes >= isize::MAX as u64 {
         return Err(SdcaError::AllocationFailed { bytes: memory_bytes });

@@ -40,6 +40,7 @@ use super::sdca::{self, Eval, Objective, State};
 use super::{drive, Budget, Certificate, Context, Coordinate, End, Outcome, Start, Status, Verdict};
 use crate::config::{Sampling, SolverKind};
 use crate::data::Rows;
+use crate::error::Result;
 use crate::loss::BlockLoss;
 use crate::math::dist_sq;
 use crate::reg::{ElasticNet, Reg, L2};
@@ -91,7 +92,7 @@ pub(crate) fn run<D: Rows, L: BlockLoss>(
     ctx: &mut Context<'_, '_, D, L>,
     acc: &Params,
     start: Start,
-) -> Outcome {
+) -> Result<Outcome> {
     let l1 = ctx.cfg.l1;
     if l1 > 0.0 {
         run_linked(ctx, ElasticNet { threshold: l1 / (ctx.l2 + acc.kappa) }, acc, start)
@@ -105,7 +106,7 @@ fn run_linked<D: Rows, L: BlockLoss, R: Reg>(
     reg: R,
     acc: &Params,
     start: Start,
-) -> Outcome {
+) -> Result<Outcome> {
     let (problem, loss, cfg, l2) = (ctx.problem, ctx.loss, ctx.cfg, ctx.l2);
     let (n, dk) = (problem.n(), problem.x.n_cols() * loss.k());
     let (nf, l1, bias) = (n as f64, cfg.l1, cfg.intercept_scaling);
@@ -122,9 +123,10 @@ fn run_linked<D: Rows, L: BlockLoss, R: Reg>(
 
     let Start { w: w_start, alpha } = start;
     // The inner problem's shift z = (kappa / l2~) y, unscaled: z l2~ n = kappa n y.
-    let mut shift: Vec<f64> = w_start.iter().map(|v| acc.kappa * nf * v).collect();
+    let mut shift = crate::budget::with_capacity(w_start.len())?;
+    shift.extend(w_start.iter().map(|v| acc.kappa * nf * v));
     let objective = Objective { l2: inner_l2, l1, bias };
-    let mut state = State::new(problem, loss, reg, objective, &ctx.row_sq, alpha);
+    let mut state = State::new(problem, loss, reg, objective, &ctx.row_sq, alpha)?;
     state.set_shift(&shift);
     state.refresh_w();
     if cfg.sampling == Sampling::Gap {
@@ -236,7 +238,7 @@ fn run_linked<D: Rows, L: BlockLoss, R: Reg>(
         let bound = (primal - dual).max(0.0);
         (judge.original(&w_prev, &state.alpha, primal, bound), bound)
     });
-    Outcome {
+    Ok(Outcome {
         w: state.w,
         alpha: state.alpha,
         certificate,
@@ -245,7 +247,7 @@ fn run_linked<D: Rows, L: BlockLoss, R: Reg>(
         gap_trace,
         solver: "accelerated",
         outer_iterations: outer,
-    }
+    })
 }
 
 /// Whether the accelerated solver runs: `kind` asks for it (`Auto`: when
@@ -273,12 +275,15 @@ pub(crate) fn chosen(kind: SolverKind, gamma: f64, r2: f64, l2: f64, n: usize) -
 /// whose per-row terms (`row_outputs`) average to the reported gap, as for every other fit.
 /// When the budget ran out first, the model returned is `w(alpha)` of those duals with its own
 /// certificate, so the model and its certificate always agree.
-pub(crate) fn certify_plain<D: Rows, L: BlockLoss>(ctx: &mut Context<'_, '_, D, L>, acc: Outcome) -> Outcome {
+pub(crate) fn certify_plain<D: Rows, L: BlockLoss>(
+    ctx: &mut Context<'_, '_, D, L>,
+    acc: Outcome,
+) -> Result<Outcome> {
     // Kept in case the budget runs out first: the accelerated iterate may then be far better
     // than `w(alpha)` of its inner duals.
     let (acc_w, acc_alpha) = (acc.w.clone(), acc.alpha.clone());
     let start = Start { w: acc.w, alpha: acc.alpha };
-    let plain = sdca::run(ctx, start);
+    let plain = sdca::run(ctx, start)?;
     let mut gap_trace = acc.gap_trace;
     gap_trace.extend(plain.gap_trace);
     // With no budget left for a pass, `plain` only certified the start: judge that certificate.
@@ -294,9 +299,9 @@ pub(crate) fn certify_plain<D: Rows, L: BlockLoss>(ctx: &mut Context<'_, '_, D, 
         // Stopped by the budget with the accelerated iterate certified better: return it (its
         // row gaps then average to the last inner problem's gap, see `FitResult`).
         gap_trace.push(acc.certificate.gap);
-        return Outcome { w: acc_w, alpha: acc_alpha, gap_trace, status, ..acc };
+        return Ok(Outcome { w: acc_w, alpha: acc_alpha, gap_trace, status, ..acc });
     }
-    Outcome { gap_trace, status, solver, outer_iterations, ..plain }
+    Ok(Outcome { gap_trace, status, solver, outer_iterations, ..plain })
 }
 
 #[cfg(test)]

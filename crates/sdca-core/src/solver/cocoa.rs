@@ -352,7 +352,7 @@ pub fn local_round<D: Rows>(
             message: format!("the round's model or duals hold the non-finite value {bad}"),
         });
     }
-    let out = with_loss!(cfg.loss, k, |loss| round(problem, loss, cfg, spec, alpha, w));
+    let out = with_loss!(cfg.loss, k, |loss| round(problem, loss, cfg, spec, alpha, w))?;
     if [out.loss_sum, out.conj_sum, out.gap_sum].iter().chain(&out.delta_v).any(|v| !v.is_finite()) {
         return Err(SdcaError::NonFiniteResult { what: "the CoCoA+ round's update" });
     }
@@ -366,13 +366,13 @@ fn round<D: Rows, L: BlockLoss>(
     spec: &RoundSpec,
     alpha: &mut [f64],
     w: &[f64],
-) -> LocalRound {
+) -> Result<LocalRound> {
     let (n, bias) = (problem.n(), cfg.intercept_scaling);
-    let row_sq = problem.row_sq(bias);
+    let row_sq = problem.row_sq(bias)?;
     // Scale `1 / (l2_local n)` = `sigma / (l2 n_total)`.
     let l2_local = cfg.l2 * spec.n_total as f64 / (spec.sigma * n as f64);
     let objective = Objective { l2: l2_local, l1: 0.0, bias };
-    let mut state = State::new(problem, loss, L2, objective, &row_sq, alpha.to_vec());
+    let mut state = State::new(problem, loss, L2, objective, &row_sq, alpha.to_vec())?;
     if cfg.sampling == Sampling::Gap {
         state = state.sample_by_gaps();
     }
@@ -397,7 +397,7 @@ fn round<D: Rows, L: BlockLoss>(
             *a += spec.gamma * (new - *a);
         }
     }
-    LocalRound { delta_v, loss_sum: e.loss * nf, conj_sum: e.conj * nf, gap_sum: e.gap * nf }
+    Ok(LocalRound { delta_v, loss_sum: e.loss * nf, conj_sum: e.conj * nf, gap_sum: e.gap * nf })
 }
 
 #[cfg(test)]

@@ -67,11 +67,15 @@ pub(crate) struct Clock {
 
 impl Clock {
     pub fn new(cfg: &FitConfig) -> Self {
+        Self::limits(cfg.max_epochs, cfg.max_seconds, cfg.interrupt)
+    }
+    /// A clock for `max_epochs` passes, `max_seconds` and the `interrupt` check (a CRF fit's).
+    pub fn limits(max_epochs: u32, max_seconds: Option<f64>, interrupt: Option<Interrupt>) -> Self {
         Self {
             start: Instant::now(),
-            max_seconds: cfg.max_seconds,
-            max_epochs: cfg.max_epochs,
-            interrupt: cfg.interrupt,
+            max_seconds,
+            max_epochs,
+            interrupt,
             interrupted: false,
             epochs: 0,
             work: 0.0,

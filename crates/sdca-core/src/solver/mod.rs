@@ -140,17 +140,7 @@ pub fn fit_from<D: Rows>(
     warm: Option<&Warm<'_>>,
 ) -> Result<FitResult> {
     let (d, k) = (problem.x.n_cols(), problem.n_outputs);
-    if let Some(limit) = cfg.max_memory {
-        let needed = memory_estimate(problem.n(), d, k);
-        if needed > limit {
-            return Err(SdcaError::MemoryLimit {
-                what: "linear",
-                advice: "fit fewer rows, features or classes per group",
-                needed,
-                limit,
-            });
-        }
-    }
+    crate::budget::check_linear(&cfg.budget(), problem.n(), d, k, crate::budget::Width::Features)?;
     let w = Warm::start(warm, d, k, cfg.intercept_scaling)?;
     let fit = if cfg.solver == SolverKind::Pdprox {
         with_scalar_loss!(cfg.loss, |loss| {
@@ -188,27 +178,27 @@ fn solve<D: Rows, L: BlockLoss>(
 ) -> Result<FitResult> {
     let mut ctx = Context::new(problem, loss, cfg)?;
     let out =
-        if newton::chosen(cfg, problem.x.n_cols())? { newton::run(&mut ctx, w)? } else { dual(&mut ctx, w) };
+        if newton::chosen(cfg, problem.x.n_cols())? { newton::run(&mut ctx, w)? } else { dual(&mut ctx, w)? };
     Ok(ctx.finish(out))
 }
 
 /// The dual solvers (module docs): plain or accelerated Prox-SDCA from the model `w`.
-fn dual<D: Rows, L: BlockLoss>(ctx: &mut Context<'_, '_, D, L>, w: Vec<f64>) -> Outcome {
-    ctx.row_sq = ctx.problem.row_sq(ctx.bias());
+fn dual<D: Rows, L: BlockLoss>(ctx: &mut Context<'_, '_, D, L>, w: Vec<f64>) -> Result<Outcome> {
+    ctx.row_sq = ctx.problem.row_sq(ctx.bias())?;
     let r2 = ctx.row_sq.iter().fold(0.0f64, |m, &r| m.max(r));
     let warm = w.iter().any(|&v| v != 0.0);
-    let (mut start, sum) = Start::new(ctx, w);
+    let (mut start, sum) = Start::new(ctx, w)?;
     if warm {
         warm::scale_to_best_dual(ctx, &mut start.alpha, &sum);
     }
     let (n, gamma) = (ctx.problem.n(), ctx.loss.smoothness());
     if accelerated::chosen(ctx.cfg.solver, gamma, r2, ctx.l2, n) {
         let acc = accelerated::Params::new(r2, gamma, ctx.l2, n);
-        let out = accelerated::run(ctx, &acc, start);
+        let out = accelerated::run(ctx, &acc, start)?;
         if ctx.cfg.l2 > 0.0 {
             accelerated::certify_plain(ctx, out)
         } else {
-            out
+            Ok(out)
         }
     } else {
         sdca::run(ctx, start)
@@ -216,14 +206,10 @@ fn dual<D: Rows, L: BlockLoss>(ctx: &mut Context<'_, '_, D, L>, w: Vec<f64>) -> 
 }
 
 /// Bytes a linear fit of `n` rows, `d` features and `k` scores per row allocates, an upper
-/// estimate checked against `max_memory` before it starts: `n k` duals and the result's copy,
-/// two row norms and two `u32` row lists per row, and up to seven `(d + 1) k` model arrays
-/// (dual sum, primal point, start, result; the accelerated solver's shift, extrapolation and best
-/// iterate). The input data is borrowed, not counted.
+/// estimate over every solver, checked against `max_memory` or the default memory budget before
+/// the fit starts ([`crate::budget::linear_bytes`]).
 pub fn memory_estimate(n: usize, d: usize, k: usize) -> u64 {
-    let (n, d, k) = (n as u128, d as u128 + 1, k as u128);
-    let bytes = 16 * n * k + 24 * n + 56 * d * k;
-    u64::try_from(bytes).unwrap_or(u64::MAX)
+    crate::budget::linear_bytes(n, d, k)
 }
 
 #[cfg(test)]
@@ -309,7 +295,7 @@ mod tests {
         let (x, y) = toy(50, 4, true, 1);
         let view = DenseView::new(&x, 50, 4).unwrap();
         let needed = memory_estimate(50, 4, 1);
-        assert_eq!(needed, 16 * 50 + 24 * 50 + 56 * 5);
+        assert_eq!(needed, crate::budget::linear_bytes(50, 4, 1));
         for (limit, ok) in [(needed - 1, false), (needed, true)] {
             let cfg = FitParams { max_memory: Some(limit as i64), ..params("logistic", 1e-2, 0.0) }
                 .check()
@@ -318,10 +304,13 @@ mod tests {
             match fit(&p, &cfg) {
                 Ok(r) => assert!(ok && r.converged()),
                 Err(e) => {
-                    assert!(!ok && matches!(e, SdcaError::MemoryLimit { what: "linear", .. }), "{e}");
+                    assert!(
+                        !ok && matches!(e, SdcaError::MemoryLimit { needed: n, max_memory: true, .. } if n == needed),
+                        "{e}"
+                    );
                     assert!(e
                         .to_string()
-                        .contains(&format!("needs about {needed} bytes > max_memory {limit}")));
+                        .contains(&format!("more than max_memory={}", crate::budget::count(limit))));
                 }
             }
         }

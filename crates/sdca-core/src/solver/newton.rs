@@ -74,15 +74,15 @@ struct Point {
 }
 
 impl Point {
-    fn new(dim: usize, n: usize) -> Self {
-        Self {
-            w: vec![0.0; dim],
-            alpha: vec![0.0; n],
+    fn new(dim: usize, n: usize) -> Result<Self> {
+        Ok(Self {
+            w: crate::budget::zeros(dim)?,
+            alpha: crate::budget::zeros(n)?,
             primal: 0.0,
             gap: 0.0,
-            grad: vec![0.0; dim],
-            hessian: vec![0.0; dim * dim],
-        }
+            grad: crate::budget::zeros(dim)?,
+            hessian: crate::budget::zeros(dim * dim)?,
+        })
     }
 }
 
@@ -237,7 +237,7 @@ pub(crate) fn run<D: Rows, L: BlockLoss>(ctx: &mut Context<'_, '_, D, L>, w: Vec
     let (judge, clock) = (&mut ctx.judge, &mut ctx.clock);
     let (n, dim) = (problem.n(), problem.x.n_cols() + 1);
     let mut newton = Newton { problem, loss, l2, bias, entries: Vec::with_capacity(dim) };
-    let (mut here, mut trial) = (Point::new(dim, n), Point::new(dim, n));
+    let (mut here, mut trial) = (Point::new(dim, n)?, Point::new(dim, n)?);
     here.w = w;
     let mut step = vec![0.0; dim];
     let mut gap_trace = Vec::new();

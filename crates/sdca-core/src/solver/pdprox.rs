@@ -89,6 +89,7 @@ pub(crate) fn run<D: Rows, L: Loss>(ctx: &mut Context<'_, '_, D, L>, w: Vec<f64>
     let gamma = 1.0 / (2.0 * coupling_bound(problem, bias, &mut ctx.rng)).sqrt();
     // Each variant keeps only its own correction buffer (`u`: d + 1, `beta`: n).
     let primal = cfg.pdprox_variant == PdproxVariant::Primal;
+    let zeros = crate::budget::zeros::<f64>;
     let mut s = Pdprox {
         problem,
         loss,
@@ -101,22 +102,22 @@ pub(crate) fn run<D: Rows, L: Loss>(ctx: &mut Context<'_, '_, D, L>, w: Vec<f64>
         linear: cfg.loss.has_box_linear_dual(),
         u: if primal { w.clone() } else { Vec::new() },
         w,
-        alpha: vec![0.0; n],
-        beta: if primal { Vec::new() } else { vec![0.0; n] },
-        z: vec![0.0; n],
-        z_prev: vec![0.0; n],
-        g_pos: vec![0.0; d + 1],
-        g_neg: vec![0.0; d + 1],
-        g: vec![0.0; d + 1],
-        g_prev: vec![0.0; d + 1],
-        sum_w: vec![0.0; d + 1],
-        sum_z: vec![0.0; n],
-        sum_alpha: vec![0.0; n],
-        sum_g: vec![0.0; d + 1],
+        alpha: zeros(n)?,
+        beta: if primal { Vec::new() } else { zeros(n)? },
+        z: zeros(n)?,
+        z_prev: zeros(n)?,
+        g_pos: zeros(d + 1)?,
+        g_neg: zeros(d + 1)?,
+        g: zeros(d + 1)?,
+        g_prev: zeros(d + 1)?,
+        sum_w: zeros(d + 1)?,
+        sum_z: zeros(n)?,
+        sum_alpha: zeros(n)?,
+        sum_g: zeros(d + 1)?,
         passes: 0,
         scratch: ProxScratch::default(),
         certificate: Certificate { primal: f64::INFINITY, dual: f64::NEG_INFINITY, gap: f64::INFINITY },
-        theta: vec![0.0; n],
+        theta: zeros(n)?,
         gap_trace: Vec::new(),
     };
     let mut z = std::mem::take(&mut s.z);

@@ -152,8 +152,10 @@ impl<'a, D: Rows> Problem<'a, D> {
 
     /// `s_i (||x_i||^2 + bias^2)` per row: the squared norm of each weighted row with its
     /// intercept feature, from which the dual steps' curvatures follow.
-    pub(crate) fn row_sq(&self, bias: f64) -> Vec<f64> {
-        (0..self.n()).map(|i| self.weight(i) * (self.x.sq_norm(i) + bias * bias)).collect()
+    pub(crate) fn row_sq(&self, bias: f64) -> Result<Vec<f64>> {
+        let mut out = crate::budget::with_capacity(self.n())?;
+        out.extend((0..self.n()).map(|i| self.weight(i) * (self.x.sq_norm(i) + bias * bias)));
+        Ok(out)
     }
 
     /// Mean weighted loss `(1/n) sum_i s_i phi(scores_i)` at the feature-major model `w`.

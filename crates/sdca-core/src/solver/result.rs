@@ -159,7 +159,7 @@ pub fn row_outputs<D: Rows>(
     if k != problem.n_outputs || fit.alpha.len() != n * k || fit.coef.len() != d * k {
         return Err(SdcaError::Internal("row_outputs: fit does not match the problem".into()));
     }
-    let rows = with_loss!(cfg.loss, k, |loss| rows_for(problem, loss, fit));
+    let rows = with_loss!(cfg.loss, k, |loss| rows_for(problem, loss, fit))?;
     // Rows outside the objective (zero weight) can overflow where the fit itself did not.
     if rows.decision.iter().chain(&rows.gap).any(|v| !v.is_finite()) {
         return Err(SdcaError::NonFiniteResult { what: "the per-row decision values" });
@@ -167,19 +167,19 @@ pub fn row_outputs<D: Rows>(
     Ok(rows)
 }
 
-fn rows_for<D: Rows, L: BlockLoss>(problem: &Problem<'_, D>, loss: L, fit: &FitResult) -> RowOutputs {
+fn rows_for<D: Rows, L: BlockLoss>(problem: &Problem<'_, D>, loss: L, fit: &FitResult) -> Result<RowOutputs> {
     let (n, d, k) = (problem.n(), problem.x.n_cols(), fit.n_outputs);
     // Back to the feature-major layout, the intercepts as the weights of a feature of value 1.
-    let mut w = vec![0.0; (d + 1) * k];
+    let mut w = crate::budget::zeros((d + 1) * k)?;
     for c in 0..k {
         for j in 0..d {
             w[j * k + c] = fit.coef[c * d + j];
         }
         w[d * k + c] = fit.intercept[c];
     }
-    let mut decision = vec![0.0; n * k];
-    let mut gap = Vec::with_capacity(n);
-    let mut losses = Vec::with_capacity(n);
+    let mut decision = crate::budget::zeros(n * k)?;
+    let mut gap = crate::budget::with_capacity(n)?;
+    let mut losses = crate::budget::with_capacity(n)?;
     for (i, scores) in decision.chunks_exact_mut(k).enumerate() {
         scores_into(problem.x, i, &w, 1.0, scores);
         let s = problem.weight(i);
@@ -187,5 +187,5 @@ fn rows_for<D: Rows, L: BlockLoss>(problem: &Problem<'_, D>, loss: L, fit: &FitR
         gap.push(if s > 0.0 { (s * loss.block_gap(alpha, scores, problem.y[i])).max(0.0) } else { 0.0 });
         losses.push(if s > 0.0 { s * loss.value(scores, problem.y[i]) } else { 0.0 });
     }
-    RowOutputs { decision, gap, loss: losses }
+    Ok(RowOutputs { decision, gap, loss: losses })
 }

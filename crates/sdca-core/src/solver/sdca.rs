@@ -27,6 +27,7 @@ use super::shrink::{self, Shrinking};
 use super::{drive, Budget, Context, Coordinate, Judge, Outcome, Problem, Start, Verdict};
 use crate::config::{Sampling, GAP_NON_UNIFORM};
 use crate::data::Rows;
+use crate::error::Result;
 use crate::loss::BlockLoss;
 use crate::reg::{soft_threshold, ElasticNet, Reg, L2};
 use crate::sampling::GapSampler;
@@ -111,12 +112,14 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
         objective: Objective,
         row_sq: &[f64],
         alpha: Vec<f64>,
-    ) -> Self {
+    ) -> Result<Self> {
         let Objective { l2, l1, bias } = objective;
         let (n, d, k) = (problem.n(), problem.x.n_cols(), loss.k());
         let scale = 1.0 / (l2 * n as f64);
-        let q: Vec<f64> = row_sq.iter().map(|r| r * scale).collect();
-        let active = (0..n as u32).filter(|&i| q[i as usize] > 0.0).collect();
+        let mut q = crate::budget::with_capacity(n)?;
+        q.extend(row_sq.iter().map(|r| r * scale));
+        let mut active = crate::budget::with_capacity(n)?;
+        active.extend((0..n as u32).filter(|&i| q[i as usize] > 0.0));
         let mut state = Self {
             problem,
             loss,
@@ -127,11 +130,11 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
             bias,
             k,
             alpha,
-            v: vec![0.0; (d + 1) * k],
+            v: crate::budget::zeros((d + 1) * k)?,
             shift: Vec::new(),
             q,
             active,
-            w: vec![0.0; (d + 1) * k],
+            w: crate::budget::zeros((d + 1) * k)?,
             scores: vec![0.0; k],
             step: vec![0.0; k],
             gaps: None,
@@ -139,7 +142,7 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
         };
         state.rebuild();
         state.refresh_w();
-        state
+        Ok(state)
     }
 
     /// Stores every active row's block gap, measured at each visit and refreshed at each
@@ -400,7 +403,7 @@ fn certify<D: Rows, L: BlockLoss, R: Reg>(
 /// Plain (Prox-)SDCA on the problem solved (`ctx.l2`, with the soft-thresholding link when
 /// `l1 > 0`) from the duals of `start`, until the judge accepts the certificate or the budget
 /// ends.
-pub(crate) fn run<D: Rows, L: BlockLoss>(ctx: &mut Context<'_, '_, D, L>, start: Start) -> Outcome {
+pub(crate) fn run<D: Rows, L: BlockLoss>(ctx: &mut Context<'_, '_, D, L>, start: Start) -> Result<Outcome> {
     if ctx.cfg.l1 > 0.0 {
         run_linked(ctx, ElasticNet { threshold: ctx.cfg.l1 / ctx.l2 }, start)
     } else {
@@ -412,10 +415,10 @@ fn run_linked<D: Rows, L: BlockLoss, R: Reg>(
     ctx: &mut Context<'_, '_, D, L>,
     reg: R,
     start: Start,
-) -> Outcome {
+) -> Result<Outcome> {
     let cfg = ctx.cfg;
     let objective = Objective { l2: ctx.l2, l1: cfg.l1, bias: ctx.bias() };
-    let mut state = State::new(ctx.problem, ctx.loss, reg, objective, &ctx.row_sq, start.alpha);
+    let mut state = State::new(ctx.problem, ctx.loss, reg, objective, &ctx.row_sq, start.alpha)?;
     if cfg.sampling == Sampling::Gap {
         state = state.sample_by_gaps();
     }
@@ -442,7 +445,7 @@ fn run_linked<D: Rows, L: BlockLoss, R: Reg>(
     });
     // No epoch could run (exhausted budget): certify the start.
     let (certificate, solved_gap) = last.unwrap_or_else(|| certify(&mut state, &mut ctx.judge));
-    Outcome {
+    Ok(Outcome {
         w: state.w,
         alpha: state.alpha,
         certificate,
@@ -451,7 +454,7 @@ fn run_linked<D: Rows, L: BlockLoss, R: Reg>(
         gap_trace,
         solver: "sdca",
         outer_iterations: 0,
-    }
+    })
 }
 
 #[cfg(test)]

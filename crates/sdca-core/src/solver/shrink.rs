@@ -243,6 +243,7 @@ mod tests {
         let p = Problem::new(&view, &y, None, crate::loss::LossKind::Hinge).unwrap();
         let row_sq: Vec<f64> = (0..n).map(|i| x[i * d..(i + 1) * d].iter().map(|v| v * v).sum()).collect();
         let mut st = State::new(&p, Hinge, L2, Objective { l2, l1: 0.0, bias: 0.0 }, &row_sq, vec![0.0; n])
+            .unwrap()
             .shrinking();
         let mut order: Vec<u32> = (0..n as u32).collect();
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);

@@ -35,7 +35,7 @@ impl Warm<'_> {
     /// feature in row `d`) for `d` features and `k` outputs: zero for a cold start (`None`).
     /// Errors: a model of the wrong width, or with non-finite values.
     pub(crate) fn start(warm: Option<&Self>, d: usize, k: usize, intercept_scaling: f64) -> Result<Vec<f64>> {
-        let mut w = vec![0.0; (d + 1) * k];
+        let mut w = crate::budget::zeros(d.saturating_add(1).saturating_mul(k))?;
         let Some(m) = warm else { return Ok(w) };
         if m.coef.len() != d * k || m.intercept.len() != k {
             return Err(SdcaError::ShapeMismatch {
@@ -77,14 +77,14 @@ impl Start {
     /// `alpha_i = dual_of(scores_i)` at the feature-major model `w` (zero model: the cold start,
     /// where only rows that cannot move `w` get a non-zero dual), and for a warm start the dual
     /// sum `sum_i s_i x_i alpha_i^T` of the rows that move `w` (empty when cold).
-    pub fn new<D: Rows, L: BlockLoss>(ctx: &Context<'_, '_, D, L>, w: Vec<f64>) -> (Self, Vec<f64>) {
+    pub fn new<D: Rows, L: BlockLoss>(ctx: &Context<'_, '_, D, L>, w: Vec<f64>) -> Result<(Self, Vec<f64>)> {
         let (problem, loss, bias, row_sq) = (ctx.problem, ctx.loss, ctx.bias(), &ctx.row_sq[..]);
         let (n, d, k) = (problem.n(), problem.x.n_cols(), loss.k());
         let cold = w.iter().all(|&v| v == 0.0);
-        let mut alpha = vec![0.0; n * k];
+        let mut alpha = crate::budget::zeros(n * k)?;
         let mut scores = vec![0.0; k];
         // Warm: the dual sum of the rows that move `w`, in the same pass (the scaling needs it).
-        let mut sum = if cold { Vec::new() } else { vec![0.0; (d + 1) * k] };
+        let mut sum = if cold { Vec::new() } else { crate::budget::zeros((d + 1) * k)? };
         for (i, block) in alpha.chunks_exact_mut(k).enumerate() {
             let s = problem.weight(i);
             if s > 0.0 && !(cold && row_sq[i] > 0.0) {
@@ -97,7 +97,7 @@ impl Start {
                 }
             }
         }
-        (Self { w, alpha }, sum)
+        Ok((Self { w, alpha }, sum))
     }
 }
 
