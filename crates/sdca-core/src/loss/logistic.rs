@@ -47,6 +47,18 @@ fn softplus(x: f64) -> f64 {
     }
 }
 
+/// `(1 - b) ln(1 - b)` for `b` in `[0, 1]`, through `ln_1p`: `ln` of a rounded `1 - b` keeps
+/// no digit of a `b` below machine precision (fuzz: a Newton fit at `l2 = 1e-13` whose duals
+/// `b ~ 3e-11` put a relative error of 1e-6 into its certificate's conjugate term).
+#[inline]
+fn xlog1mx(b: f64) -> f64 {
+    if b < 1.0 {
+        (1.0 - b) * (-b).ln_1p()
+    } else {
+        0.0
+    }
+}
+
 impl Loss for Logistic {
     const NAME: &'static str = "logistic";
     const CLASSIFICATION: bool = true;
@@ -59,7 +71,7 @@ impl Loss for Logistic {
     fn conj_neg(&self, alpha: f64, y: f64) -> f64 {
         let b = alpha * y;
         if (0.0..=1.0).contains(&b) {
-            xlogx(b) + xlogx(1.0 - b)
+            xlogx(b) + xlog1mx(b)
         } else {
             f64::INFINITY
         }

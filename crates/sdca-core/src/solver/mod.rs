@@ -26,6 +26,7 @@ mod driver;
 pub mod lasso;
 pub mod newton;
 mod parallel;
+pub mod path;
 pub mod pdprox;
 mod problem;
 mod result;
@@ -38,6 +39,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub use cocoa::{local_round, Aggregation, Coordinator, LocalRound, RoundSpec};
 pub(crate) use driver::{drive, goal, meets, Budget, Clock, Coordinate, End, Estimate, Judge, Verdict};
+pub use path::{fit_path, Path, PathConfig, PathParams, Penalty, ZeroModel};
 pub use problem::Problem;
 pub(crate) use result::Outcome;
 pub use result::{row_outputs, Certificate, FitResult, RowOutputs, Status};
