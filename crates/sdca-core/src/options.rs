@@ -88,7 +88,13 @@ use Value::{Null, Text};
 /// them), in the order the docs list them.
 pub const FIT_OPTIONS: &[Spec] = &[
     spec("loss", Choice(LossKind::NAMES), Text("logistic"), "the loss phi of the objective", "all"),
-    spec("l2", Float, Value::Float(1e-4), "L2 strength lambda (> 0; 0 with l1 > 0 is the Lasso)", "all"),
+    spec(
+        "l2",
+        Float,
+        Value::Float(1e-4),
+        "L2 strength lambda (0 or >= 1e-100; 0 with l1 > 0 is the Lasso)",
+        "all",
+    ),
     spec(
         "l1",
         Float,

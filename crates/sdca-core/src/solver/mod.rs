@@ -337,17 +337,18 @@ mod tests {
         let (n, d) = (19, 1);
         let x = vec![0.0; n * d];
         let view = DenseView::new(&x, n, d).unwrap();
-        // A warm intercept of -1e150 at l2 = 1e-150: the duals' model overflows.
+        // A warm intercept of -1e250 at l2 = 1e-100 (the fuzz case had -1e150 at 1e-150, below
+        // today's smallest l2): the duals' model overflows.
         let y = vec![0.0; n];
         let p = FitParams {
             solver: "accelerated".into(),
             intercept_scaling: 7.8,
             tol: 1e-150,
             max_epochs: 15,
-            ..params("squared", 1e-150, 1e-150)
+            ..params("squared", 1e-100, 1e-150)
         };
         let cfg = p.check().unwrap();
-        let warm = Warm { coef: &[0.0], intercept: &[-1e150] };
+        let warm = Warm { coef: &[0.0], intercept: &[-1e250] };
         let err = fit_from(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg, Some(&warm)).unwrap_err();
         assert!(matches!(err, SdcaError::NonFiniteResult { .. }), "{err}");
         // The Lasso with a 1e150 intercept feature: q = inf in the logistic dual step.
