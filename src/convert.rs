@@ -250,6 +250,7 @@ enum Role {
     Feature,
     Weights,
     WarmStart,
+    Folds,
     Sequence,
     GroupId,
     Key,
@@ -277,6 +278,7 @@ impl Role {
             Role::Feature => "feature",
             Role::Weights => "weights",
             Role::WarmStart => "warm_start",
+            Role::Folds => "fold_column",
             Role::Sequence => "sequence",
             Role::GroupId => "group id",
             Role::Key => "by key",
@@ -287,7 +289,9 @@ impl Role {
         match self {
             Role::Label | Role::Tag => OneValue::Refused,
             Role::Model | Role::WarmStart => OneValue::Shared,
-            Role::Feature | Role::Weights | Role::Sequence | Role::GroupId | Role::Key => OneValue::Broadcast,
+            Role::Feature | Role::Weights | Role::Folds | Role::Sequence | Role::GroupId | Role::Key => {
+                OneValue::Broadcast
+            }
         }
     }
 }
@@ -306,6 +310,7 @@ fn roles(call: Call, layout: &Layout, n_inputs: usize) -> Vec<Role> {
         Call::Fit | Call::FitGroups => {
             roles.extend(layout.has_weights.then_some(Role::Weights));
             roles.extend(layout.has_warm_start.then_some(Role::WarmStart));
+            roles.extend(layout.has_folds.then_some(Role::Folds));
             if call == Call::FitGroups {
                 roles.push(Role::GroupId);
             }

@@ -9,8 +9,9 @@ use pyo3_polars::derive::polars_expr;
 use crate::convert::{aligned, check_feature_dtypes, Call};
 use crate::error::param;
 use crate::fit::{self, split};
-use crate::kwargs::{FitKwargs, Packed, PredictKwargs};
+use crate::kwargs::{FitKwargs, Packed, PathKwargs, PredictKwargs};
 use crate::output::{model_fields, rows_fields};
+use crate::path;
 use crate::predict;
 
 fn fit_checked_fields(fields: &[Field], kw: &FitKwargs) -> PolarsResult<DataType> {
@@ -67,7 +68,75 @@ fn fit_groups_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {
 fn fit_groups(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
     let kwargs = kwargs.fit()?;
     let inputs = aligned(inputs, &kwargs.layout, Call::FitGroups)?;
-    crate::groups::fit_groups(&inputs, &kwargs)
+    let kw: &FitKwargs = &kwargs;
+    crate::groups::fit_groups(&inputs, kw, |part| fit::model(part, kw))
+}
+
+fn fit_path_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {
+    let kw = kwargs.path()?;
+    let fit_kw = path::check(&kw)?;
+    fit_checked_fields(fields, &fit_kw)?;
+    Ok(Field::new(fields[0].name().clone(), path::path_dtype(fields[0].dtype(), path::is_multiclass(&kw))))
+}
+
+#[polars_expr(output_type_func_with_kwargs = fit_path_output)]
+fn fit_path(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
+    let kwargs = kwargs.path()?;
+    path::path(&aligned(inputs, &kwargs.layout, Call::Fit)?, &kwargs)
+}
+
+fn fit_cv_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {
+    let kw = kwargs.path()?;
+    let fit_kw = path::check(&kw)?;
+    fit_checked_fields(fields, &fit_kw)?;
+    let multiclass = path::is_multiclass(&kw);
+    Ok(Field::new(fields[0].name().clone(), DataType::Struct(path::cv_fields(fields[0].dtype(), multiclass))))
+}
+
+#[polars_expr(output_type_func_with_kwargs = fit_cv_output)]
+fn fit_cv(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
+    let kwargs = kwargs.path()?;
+    path::cross_validate(&aligned(inputs, &kwargs.layout, Call::Fit)?, &kwargs)
+}
+
+/// `fit_groups` over paths or cross-validations: the per-group value's dtype from `value`.
+fn path_groups_output(
+    fields: &[Field],
+    kwargs: Packed,
+    value: fn(&[Field], Packed) -> PolarsResult<Field>,
+) -> PolarsResult<Field> {
+    let kw = kwargs.path()?.fit_kwargs()?;
+    let per_group = value(fields, kwargs)?;
+    let keys = fields.get(crate::groups::n_data_inputs(&kw) + 1..).unwrap_or(&[]);
+    let label = &fields[0];
+    Ok(Field::new(
+        label.name().clone(),
+        DataType::Struct(crate::groups::output_fields(keys, label, per_group.dtype().clone())?),
+    ))
+}
+
+fn fit_path_groups_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {
+    path_groups_output(fields, kwargs, fit_path_output)
+}
+
+fn fit_cv_groups_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {
+    path_groups_output(fields, kwargs, fit_cv_output)
+}
+
+#[polars_expr(output_type_func_with_kwargs = fit_path_groups_output)]
+fn fit_path_groups(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
+    let kwargs = kwargs.path()?;
+    let inputs = aligned(inputs, &kwargs.layout, Call::FitGroups)?;
+    let kw: &PathKwargs = &kwargs;
+    crate::groups::fit_groups(&inputs, &kw.fit_kwargs()?, |part| path::path(part, kw))
+}
+
+#[polars_expr(output_type_func_with_kwargs = fit_cv_groups_output)]
+fn fit_cv_groups(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
+    let kwargs = kwargs.path()?;
+    let inputs = aligned(inputs, &kwargs.layout, Call::FitGroups)?;
+    let kw: &PathKwargs = &kwargs;
+    crate::groups::fit_groups(&inputs, &kw.fit_kwargs()?, |part| path::cross_validate(part, kw))
 }
 
 #[polars_expr(output_type_func_with_kwargs = fit_rows_output)]

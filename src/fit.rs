@@ -23,6 +23,13 @@ pub struct Group {
     kept: Option<Vec<IdxSize>>,
 }
 
+impl Group {
+    /// The input row of each fitted row, when `null_policy="drop"` removed some.
+    pub fn kept(&self) -> Option<&[IdxSize]> {
+        self.kept.as_deref()
+    }
+}
+
 /// Splits `inputs` by the layout: first, features, weights (a warm-start model, when present,
 /// is the last input and is taken off by [`warm_input`] first).
 pub fn split<'a>(
@@ -111,17 +118,23 @@ pub fn prepare(inputs: &[Series], kw: &FitKwargs, cfg: &FitConfig) -> PolarsResu
     Ok(Group { warm, labels, features, weights, label_name: label.name().to_string(), kept })
 }
 
+/// The core problem of a prepared group on its feature view `x`; errors name the label or
+/// weight column.
+pub fn problem<'a, D: Rows>(x: &'a D, g: &'a Group, cfg: &FitConfig) -> PolarsResult<Problem<'a, D>> {
+    let w = g.weights.as_ref().map(|(_, w)| w.as_slice());
+    Problem::new(x, &g.labels.y, w, cfg.loss).map_err(|e| match (&e, &g.weights) {
+        (SdcaError::InvalidWeight { .. }, Some((name, _))) => compute(format!("column {name:?}: {e}")),
+        _ => compute(format!("column {:?}: {e}", g.label_name)),
+    })
+}
+
 fn solve_on<D: Rows>(
     x: &D,
     g: &Group,
     cfg: &FitConfig,
     rows: bool,
 ) -> PolarsResult<(FitResult, Option<RowOutputs>)> {
-    let w = g.weights.as_ref().map(|(_, w)| w.as_slice());
-    let problem = Problem::new(x, &g.labels.y, w, cfg.loss).map_err(|e| match (&e, &g.weights) {
-        (SdcaError::InvalidWeight { .. }, Some((name, _))) => compute(format!("column {name:?}: {e}")),
-        _ => compute(format!("column {:?}: {e}", g.label_name)),
-    })?;
+    let problem = problem(x, g, cfg)?;
     let warm = g.warm.as_ref().map(|(coef, intercept)| Warm { coef, intercept });
     let fit = sdca_core::fit_from(&problem, cfg, warm.as_ref()).map_err(param)?;
     if fit.status == Status::Interrupted {
@@ -140,7 +153,7 @@ pub fn solve(g: &Group, cfg: &FitConfig, rows: bool) -> PolarsResult<(FitResult,
     }
 }
 
-fn meta<'a>(label: &'a Series, kw: &'a FitKwargs) -> ModelMeta<'a> {
+pub fn meta<'a>(label: &'a Series, kw: &'a FitKwargs) -> ModelMeta<'a> {
     ModelMeta {
         label_dtype: label.dtype(),
         loss: &kw.params.loss,
@@ -157,7 +170,7 @@ pub fn is_multiclass(kw: &FitKwargs) -> bool {
 }
 
 /// The text a failed group records as its `status`.
-fn status_of(e: &PolarsError) -> String {
+pub fn status_of(e: &PolarsError) -> String {
     match e {
         PolarsError::ComputeError(msg) => msg.to_string(),
         other => other.to_string(),

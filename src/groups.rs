@@ -12,7 +12,6 @@ use polars::prelude::*;
 use rayon::prelude::*;
 
 use crate::error::compute;
-use crate::fit;
 use crate::kwargs::FitKwargs;
 
 /// The data inputs (label, features, weights, warm start), the group id and the key columns.
@@ -47,10 +46,16 @@ pub fn n_data_inputs(kw: &FitKwargs) -> usize {
     1 + usize::try_from(kw.layout.n_feature_inputs).unwrap_or(0)
         + usize::from(kw.layout.has_weights)
         + usize::from(kw.layout.has_warm_start)
+        + usize::from(kw.layout.has_folds)
 }
 
-/// Fits every group; rows with a null key form their own group, as in `group_by`.
-pub fn fit_groups(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
+/// Fits every group with `per_group` (`fit::model`, a path or a cross-validation, from the
+/// group's data inputs); rows with a null key form their own group, as in `group_by`.
+pub fn fit_groups(
+    inputs: &[Series],
+    kw: &FitKwargs,
+    per_group: impl Fn(&[Series]) -> PolarsResult<Series> + Sync,
+) -> PolarsResult<Series> {
     let (data, id, keys) = split_inputs(inputs, kw)?;
     let id = id.cast(&DataType::UInt64)?;
     let id = id.u64()?;
@@ -75,7 +80,7 @@ pub fn fit_groups(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
         .map(|idx| {
             let idx = IdxCa::from_vec("".into(), idx);
             let part: Vec<Series> = data.iter().map(|s| s.take(&idx)).collect::<PolarsResult<_>>()?;
-            fit::model(&part, kw).map_err(|e| match keys.first() {
+            per_group(&part).map_err(|e| match keys.first() {
                 // Name the group by its first key value.
                 Some(k) => {
                     let key =

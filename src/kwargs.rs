@@ -15,6 +15,8 @@ use serde::Deserialize;
 use crate::error::compute;
 
 use sdca_core::crf::CrfParams;
+use sdca_core::cv::CvParams;
+use sdca_core::solver::{PathConfig, PathParams};
 use sdca_core::FitParams;
 
 /// How the plugin's input columns are laid out.
@@ -32,6 +34,9 @@ pub struct Layout {
     /// Whether the last input is a warm-start model struct (fit only).
     #[serde(default)]
     pub has_warm_start: bool,
+    /// Whether the last input is a fold column (`fit_cv` only; after the weights).
+    #[serde(default)]
+    pub has_folds: bool,
     /// The user's name of each input, for messages (inside `group_by` the series arrive
     /// unnamed).
     pub names: Vec<String>,
@@ -47,6 +52,40 @@ pub struct FitKwargs {
     pub on_error: String,
     /// The solver parameters, unchecked (checked by `FitParams::check`).
     pub params: FitParams,
+}
+
+/// Kwargs of `fit_path` and `fit_cv` (and their `fit_groups` forms): a fit's, with the grid.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct PathKwargs {
+    /// Input layout.
+    pub layout: Layout,
+    /// `"raise"` or `"null"`: what a failed group yields.
+    pub on_error: String,
+    /// The fit's parameters, unchecked; the varying penalty's value is replaced by the grid's.
+    pub params: FitParams,
+    /// The grid, unchecked (checked by `PathParams::check`).
+    pub path: PathParams,
+    /// Cross-validation (`fit_cv` only).
+    #[serde(default)]
+    pub cv: Option<CvParams>,
+}
+
+impl PathKwargs {
+    /// The checked path (grid and fit options).
+    pub fn checked(&self) -> PolarsResult<PathConfig> {
+        self.path.check(&self.params).map_err(crate::error::param)
+    }
+
+    /// The kwargs of one fit of the path: the fit's options at the representative penalty, for
+    /// the code shared with `fit` (input conversion, policies, model metadata).
+    pub fn fit_kwargs(&self) -> PolarsResult<FitKwargs> {
+        Ok(FitKwargs {
+            layout: self.layout.clone(),
+            on_error: self.on_error.clone(),
+            params: self.checked()?.representative(),
+        })
+    }
 }
 
 /// Kwargs of `predict`.
@@ -118,12 +157,18 @@ type Cache<T> = RefCell<Option<(Vec<u8>, Rc<T>)>>;
 thread_local! {
     static FIT: Cache<FitKwargs> = const { RefCell::new(None) };
     static CRF: Cache<CrfKwargs> = const { RefCell::new(None) };
+    static PATH: Cache<PathKwargs> = const { RefCell::new(None) };
 }
 
 impl Packed {
     /// The `fit` / `fit_rows` kwargs.
     pub fn fit(&self) -> PolarsResult<Rc<FitKwargs>> {
         decode(&FIT, &self.packed)
+    }
+
+    /// The `fit_path` / `fit_cv` kwargs.
+    pub fn path(&self) -> PolarsResult<Rc<PathKwargs>> {
+        decode(&PATH, &self.packed)
     }
 
     /// The `crf_fit` / `crf_fit_rows` kwargs.

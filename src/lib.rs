@@ -15,6 +15,7 @@ mod groups;
 mod interrupt;
 mod kwargs;
 mod output;
+mod path;
 mod predict;
 mod sparse;
 mod threads;
@@ -36,6 +37,17 @@ fn check_fit_kwargs(pickled: &[u8]) -> PyResult<()> {
         .map_err(|e| PyTypeError::new_err(format!("invalid keyword arguments: {e}")))?;
     kw.params.check().map_err(|e| PyValueError::new_err(e.to_string()))?;
     fit::check_policies(&kw).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    Ok(())
+}
+
+/// Checks pickled `fit_path` / `fit_cv` kwargs with the plugin's own checks (`ValueError` at
+/// build time).
+#[pyfunction]
+fn check_path_kwargs(pickled: &[u8]) -> PyResult<()> {
+    let kw: kwargs::PathKwargs = serde_pickle::from_slice(pickled, Default::default())
+        .map_err(|e| PyTypeError::new_err(format!("invalid keyword arguments: {e}")))?;
+    let fit_kw = path::check(&kw).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    fit::check_policies(&fit_kw).map_err(|e| PyValueError::new_err(e.to_string()))?;
     Ok(())
 }
 
@@ -85,6 +97,18 @@ fn fit_options(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
     options::FIT_OPTIONS.iter().map(|s| option_dict(py, s)).collect()
 }
 
+/// The grid options of `fit_path` and `fit_cv`, from the core's schema.
+#[pyfunction]
+fn path_options(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    options::PATH_OPTIONS.iter().map(|s| option_dict(py, s)).collect()
+}
+
+/// The cross-validation options of `fit_cv`, from the core's schema.
+#[pyfunction]
+fn cv_options(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
+    options::CV_OPTIONS.iter().map(|s| option_dict(py, s)).collect()
+}
+
 /// The options of the CRF fits, from the core's schema.
 #[pyfunction]
 fn crf_options(py: Python<'_>) -> PyResult<Vec<Bound<'_, PyDict>>> {
@@ -108,6 +132,9 @@ fn _internal(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(csr_column, m)?)?;
     m.add_function(wrap_pyfunction!(check_fit_kwargs, m)?)?;
     m.add_function(wrap_pyfunction!(check_crf_kwargs, m)?)?;
+    m.add_function(wrap_pyfunction!(check_path_kwargs, m)?)?;
+    m.add_function(wrap_pyfunction!(path_options, m)?)?;
+    m.add_function(wrap_pyfunction!(cv_options, m)?)?;
     m.add_class::<cocoa::CocoaPartition>()?;
     m.add_class::<cocoa::CocoaDriver>()?;
     Ok(())

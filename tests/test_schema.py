@@ -26,6 +26,8 @@ from references import LOSSES
 ROOT = Path(__file__).parents[1]
 FIT = {o["name"]: o for o in _internal.fit_options()}
 CRF = {o["name"]: o for o in _internal.crf_options()}
+PATH = {o["name"]: o for o in _internal.path_options()}
+CV = {o["name"]: o for o in _internal.cv_options()}
 
 
 def _python_types(annotation: Any) -> set[Any]:
@@ -48,7 +50,15 @@ def _literal_values(annotation: Any) -> set[str]:
     return values
 
 
-@pytest.mark.parametrize(("schema", "typed"), [(FIT, _typing.FitOptions), (CRF, _typing.CrfOptions)])
+@pytest.mark.parametrize(
+    ("schema", "typed"),
+    [
+        (FIT, _typing.FitOptions),
+        (CRF, _typing.CrfOptions),
+        (FIT | PATH, _typing.PathOptions),
+        (FIT | PATH | CV, _typing.CvOptions),
+    ],
+)
 def test_typed_options_match_the_schema(schema: dict[str, dict[str, Any]], typed: Any) -> None:
     names = vars(_typing) | {"Sequence": Sequence}
     hints = typing.get_type_hints(typed, globalns=names, localns=names)
@@ -73,9 +83,11 @@ def test_literal_aliases_match_the_schema() -> None:
         "pdprox_variant": _typing.PdproxVariant,
         "null_policy": _typing.NullPolicy,
         "on_error": _typing.OnError,
+        "scoring": _typing.Scoring,
+        "select": _typing.CvSelect,
     }
     for name, alias in aliases.items():
-        assert set(typing.get_args(alias)) == set(FIT[name]["choices"]), name
+        assert set(typing.get_args(alias)) == set((FIT | CV)[name]["choices"]), name
 
 
 def test_functions_take_the_schema_defaults() -> None:
@@ -83,6 +95,8 @@ def test_functions_take_the_schema_defaults() -> None:
 
     assert functions._FIT_OPTIONS == FIT
     assert functions._CRF_OPTIONS == CRF
+    assert functions._PATH_OPTIONS == PATH
+    assert functions._CV_OPTIONS == CV
     # An option the schema does not know is refused, naming the valid ones.
     with pytest.raises(TypeError, match="unknown option"):
         polars_sdca.fit("y", ["x"], not_an_option=1)  # type: ignore[call-arg]
@@ -136,6 +150,12 @@ def test_docs_name_every_option() -> None:
     for name in FIT:
         assert re.search(rf"\b{name}\b", doc), f"fit's docstring does not mention {name}"
         assert f"`{name}`" in readme, f"the README does not mention {name}"
+    for name in PATH:
+        assert re.search(rf"\b{name}\b", polars_sdca.fit_path.__doc__ or ""), f"fit_path's docstring: {name}"
+        assert f"`{name}`" in readme, f"the README does not mention {name}"
+    for name in CV:
+        assert re.search(rf"\b{name}\b", polars_sdca.fit_cv.__doc__ or ""), f"fit_cv's docstring: {name}"
+        assert f"`{name}`" in readme, f"the README does not mention {name}"
     crf_doc = polars_sdca.crf_fit.__doc__ or ""
     for name in CRF:
         assert re.search(rf"\b{name}\b", crf_doc), f"crf_fit's docstring does not mention {name}"
@@ -145,7 +165,15 @@ def test_stub_lists_the_module() -> None:
     stub = (ROOT / "python" / "polars_sdca" / "_internal.pyi").read_text()
     for name in re.findall(r"^(?:def|class) (\w+)", stub, flags=re.MULTILINE):
         assert hasattr(_internal, name), name
-    for name in ("fit_options", "crf_options", "check_fit_kwargs", "check_crf_kwargs"):
+    for name in (
+        "fit_options",
+        "crf_options",
+        "path_options",
+        "cv_options",
+        "check_fit_kwargs",
+        "check_crf_kwargs",
+        "check_path_kwargs",
+    ):
         assert f"def {name}(" in stub, name
 
 

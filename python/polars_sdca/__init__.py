@@ -14,7 +14,17 @@ from __future__ import annotations
 
 from polars_sdca import namespace as _namespace  # noqa: F401  (registers `.sdca`)
 from polars_sdca._internal import __version__
-from polars_sdca.functions import crf_fit, crf_fit_rows, crf_predict, fit, fit_groups, fit_rows, predict
+from polars_sdca.functions import (
+    crf_fit,
+    crf_fit_rows,
+    crf_predict,
+    fit,
+    fit_cv,
+    fit_groups,
+    fit_path,
+    fit_rows,
+    predict,
+)
 
 __all__ = [
     "__version__",
@@ -22,7 +32,9 @@ __all__ = [
     "crf_fit_rows",
     "crf_predict",
     "fit",
+    "fit_cv",
     "fit_groups",
+    "fit_path",
     "fit_rows",
     "predict",
 ]

@@ -33,6 +33,11 @@ Sampling = Literal["uniform", "permutation", "gap"]
 NullPolicy = Literal["raise", "drop"]
 OnError = Literal["raise", "null"]
 PredictKind = Literal["decision", "class", "proba"]
+Scoring = Literal["auto", "log_loss", "accuracy", "squared_error", "absolute_error", "hinge"]
+"""Names accepted by ``scoring=`` of :func:`polars_sdca.fit_cv`."""
+CvSelect = Literal["best", "one_standard_error"]
+GroupsKind = Literal["model", "path", "cv"]
+"""What :func:`polars_sdca.fit_groups` fits per group."""
 CrfPredictKind = Literal["labels", "marginals"]
 
 IntoExpr: TypeAlias = str | pl.Expr
@@ -42,12 +47,11 @@ IntoFeatures: TypeAlias = Union[str, pl.Expr, "Sequence[str | pl.Expr]"]
 """One sparse / vector column, or a list of numeric columns."""
 
 
-class FitOptions(TypedDict, total=False):
-    """Keyword options of :func:`polars_sdca.fit` and :func:`polars_sdca.fit_rows`."""
+class _SharedFitOptions(TypedDict, total=False):
+    """The fit options every fit takes (all but ``l1`` and ``l2``, which paths also take as
+    lists)."""
 
     loss: Loss
-    l2: float
-    l1: float
     smoothing: float
     epsilon: float
     quantile: float
@@ -71,6 +75,34 @@ class FitOptions(TypedDict, total=False):
     group_norm: GroupNorm
     output: PdproxOutput
     pdprox_variant: PdproxVariant
+
+
+class FitOptions(_SharedFitOptions, total=False):
+    """Keyword options of :func:`polars_sdca.fit` and :func:`polars_sdca.fit_rows`."""
+
+    l2: float
+    l1: float
+
+
+class PathOptions(_SharedFitOptions, total=False):
+    """Keyword options of :func:`polars_sdca.fit_path`: a fit's, a list for the penalty the path
+    runs over, and the computed grid's size and range."""
+
+    l2: float | Sequence[float]
+    l1: float | Sequence[float]
+    n_l1: int
+    l1_min_ratio: float
+    n_l2: int | None
+    l2_min_ratio: float
+
+
+class CvOptions(PathOptions, total=False):
+    """Keyword options of :func:`polars_sdca.fit_cv`: a path's and the cross-validation's."""
+
+    folds: int
+    fold_column: IntoExpr | None
+    scoring: Scoring
+    select: CvSelect
 
 
 class CrfOptions(TypedDict, total=False):

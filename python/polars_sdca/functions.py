@@ -26,9 +26,12 @@ if TYPE_CHECKING:
     from polars_sdca._typing import (
         CrfOptions,
         CrfPredictKind,
+        CvOptions,
         FitOptions,
+        GroupsKind,
         IntoExpr,
         IntoFeatures,
+        PathOptions,
         PredictKind,
     )
 
@@ -38,6 +41,10 @@ _FIT_OPTIONS: dict[str, dict[str, Any]] = {o["name"]: o for o in _internal.fit_o
 """The linear fits' options, from the Rust core's schema (names, kinds, defaults, choices, help)."""
 _CRF_OPTIONS: dict[str, dict[str, Any]] = {o["name"]: o for o in _internal.crf_options()}
 """The CRF fits' options, from the same schema."""
+_PATH_OPTIONS: dict[str, dict[str, Any]] = {o["name"]: o for o in _internal.path_options()}
+"""The grid options of :func:`fit_path` and :func:`fit_cv`, from the same schema."""
+_CV_OPTIONS: dict[str, dict[str, Any]] = {o["name"]: o for o in _internal.cv_options()}
+"""The cross-validation options of :func:`fit_cv`, from the same schema."""
 
 
 def _expr(value: IntoExpr, what: str) -> pl.Expr:
@@ -133,13 +140,19 @@ def _string(name: str, value: object) -> str:
     return value
 
 
-def _pack(layout: dict[str, Any], params: dict[str, Any], check: Callable[[bytes], None]) -> bytes:
+def _pack(
+    layout: dict[str, Any],
+    params: dict[str, Any],
+    check: Callable[[bytes], None],
+    extra: dict[str, Any] | None = None,
+) -> bytes:
     """A fit's kwargs as the plugin reads them, checked by the Rust validator.
 
     The payload nests the solver parameters under ``params`` (read straight into the core's
-    parameter struct) next to the input ``layout`` and ``on_error``.
+    parameter struct) next to the input ``layout`` and ``on_error``; ``extra`` adds the grid
+    (``path``) and cross-validation (``cv``) of :func:`fit_path` and :func:`fit_cv`.
     """
-    payload = {"layout": layout, "on_error": params.pop("on_error"), "params": params}
+    payload = {"layout": layout, "on_error": params.pop("on_error"), "params": params, **(extra or {})}
     packed = pickle.dumps(payload, protocol=5)
     check(packed)
     return packed
@@ -344,7 +357,8 @@ def fit_groups(
     features: IntoFeatures,
     *,
     by: IntoExpr | Sequence[IntoExpr],
-    **options: Unpack[FitOptions],
+    kind: GroupsKind = "model",
+    **options: Unpack[CvOptions],
 ) -> pl.Expr:
     """One model per group of ``by`` from a single plugin call (many small groups, fast).
 
@@ -361,6 +375,9 @@ def fit_groups(
     by
         Group key column(s) or expression(s); rows with equal keys (nulls included) share a
         model.
+    kind : {"model", "path", "cv"}
+        What each group gets: the model of :func:`fit` (default), the list of models of
+        :func:`fit_path`, or the struct of :func:`fit_cv` (whose options then apply).
 
     Returns
     -------
@@ -385,7 +402,14 @@ def fit_groups(
     >>> out.select("g", pl.col("y").struct.field("converged")).rows()
     [(1, True), (2, True)]
     """
-    args, layout, kwargs = _fit_inputs(label, features, dict(options))
+    if kind not in ("model", "path", "cv"):
+        msg = f"invalid parameter `kind`: unknown value {kind!r}; expected one of model, path, cv"
+        raise ValueError(msg)
+    extra = None
+    if kind == "model":
+        args, layout, kwargs = _fit_inputs(label, features, dict(options))
+    else:
+        args, layout, kwargs, extra = _path_inputs(label, features, dict(options), cv=kind == "cv")
     keys = [_expr(b, "by") for b in ([by] if isinstance(by, (str, pl.Expr)) else list(by))]
     if not keys:
         msg = "by is empty; pass at least one key column"
@@ -393,14 +417,187 @@ def fit_groups(
     group_id = pl.struct(keys).rank("dense").alias("__sdca_group")
     # Inside group_by().agg the inputs arrive unnamed: the keys' names label the output fields.
     layout["names"] = [*layout["names"], _name(group_id), *(_name(k) for k in keys)]
-    packed = _pack(layout, kwargs, _internal.check_fit_kwargs)
+    check = _internal.check_fit_kwargs if extra is None else _internal.check_path_kwargs
+    packed = _pack(layout, kwargs, check, extra)
     return register_plugin_function(
         plugin_path=_LIB,
-        function_name="fit_groups",
+        function_name={"model": "fit_groups", "path": "fit_path_groups", "cv": "fit_cv_groups"}[kind],
         args=[*args, group_id, *keys],
         kwargs={"packed": packed},
         changes_length=True,
     )
+
+
+def _grid(options: dict[str, Any]) -> dict[str, Any]:
+    """Takes a path's grid out of its options: ``l1`` / ``l2`` given as sequences of numbers
+    (numpy arrays included), and the schema's grid options (:data:`_PATH_OPTIONS`)."""
+    grid = _options({k: options.pop(k) for k in list(options) if k in _PATH_OPTIONS}, _PATH_OPTIONS)
+    for name in ("l1", "l2"):
+        value = options.get(name)
+        is_list = isinstance(value, Iterable) and not isinstance(value, (str, bytes))
+        grid[name] = [_number(name, v, float) for v in options.pop(name)] if is_list else None
+    return grid
+
+
+def _path_inputs(
+    label: IntoExpr, features: IntoFeatures, options: dict[str, Any], *, cv: bool
+) -> tuple[list[pl.Expr], dict[str, Any], dict[str, Any], dict[str, Any]]:
+    """A path's (or cross-validation's) inputs, layout, fit parameters and the extra payload
+    (``path``, and ``cv`` with the fold column as the last input)."""
+    options = dict(options)
+    folds = None
+    extra: dict[str, Any] = {}
+    if cv:
+        cv_options = _options({k: options.pop(k) for k in list(options) if k in _CV_OPTIONS}, _CV_OPTIONS)
+        folds = cv_options.pop("fold_column")
+        extra["cv"] = {**cv_options, "fold_column": folds is not None}
+    extra["path"] = _grid(options)
+    args, layout, kwargs = _fit_inputs(label, features, options)
+    layout["has_folds"] = folds is not None
+    if folds is not None:
+        fold_expr = _expr(folds, "fold_column")
+        # Dense ranks: any dtype works as fold ids (nulls stay null and are refused).
+        args.append(fold_expr.rank("dense"))
+        layout["names"] = [*layout["names"], _name(fold_expr)]
+    return args, layout, kwargs, extra
+
+
+def _path_call(
+    function_name: str, label: IntoExpr, features: IntoFeatures, options: dict[str, Any]
+) -> pl.Expr:
+    args, layout, kwargs, extra = _path_inputs(label, features, options, cv=function_name == "fit_cv")
+    packed = _pack(layout, kwargs, _internal.check_path_kwargs, extra)
+    return register_plugin_function(
+        plugin_path=_LIB,
+        function_name=function_name,
+        args=args,
+        kwargs={"packed": packed},
+        returns_scalar=True,
+    )
+
+
+def fit_path(label: IntoExpr, features: IntoFeatures, **options: Unpack[PathOptions]) -> pl.Expr:
+    """Fit a regularization path: one certified model per penalty value, per group.
+
+    The values run in decreasing order and each fit starts from the previous model (a warm
+    start). An ``l1`` path (the default) starts at ``l1_max``, the exact smallest ``l1`` whose
+    model is zero, computed from the group's data with the intercept handled (at ``w = 0`` the
+    duals are ``-phi'`` at the intercept-only optimum, and ``l1_max = ||(1/n) sum_i s_i alpha_i
+    x_i||_inf``); models at ``l1 >= l1_max`` are that closed form (``solver="closed_form"``).
+    For a non-smooth loss whose intercept-only optimum sits on a kink (the absolute loss at the
+    median) the value returned is one for which the zero model is certified optimal, which may
+    be somewhat above the smallest. A ridge-type path runs over ``l2`` instead.
+
+    Parameters
+    ----------
+    label, features
+        As for :func:`fit`.
+    **options
+        The options of :func:`fit` (except ``warm_start``), and the grid:
+
+        l1 : float or sequence of float
+            A list runs the path over these ``l1`` values (sorted decreasing); a number is
+            the fixed ``l1`` of an ``l2`` path.
+        l2 : float or sequence of float
+            A list runs a ridge-type path over these ``l2`` values; a number is the fixed
+            ``l2`` of an ``l1`` path (``0``: the Lasso).
+        n_l1 : int
+            Number of ``l1`` values from ``l1_max`` down (default 100), when ``l1`` is not a
+            list.
+        l1_min_ratio : float
+            The smallest computed ``l1`` over ``l1_max`` (default 1e-3).
+        n_l2 : int, optional
+            Set it (with ``l2`` not a list) for a computed ridge path: ``n_l2`` values from
+            ``1e4 / n`` (scikit-learn's ``C = 1e-4``) down.
+        l2_min_ratio : float
+            The smallest computed ``l2`` over the largest (default 1e-8: ``C`` up to 1e4).
+
+    Returns
+    -------
+    Expr
+        A ``List`` of model structs (the fields of :func:`fit`), one per value, decreasing;
+        each model's ``l1`` / ``l2`` is its value. Pick one with ``.list.get(i)`` (or
+        ``.list.last()``) and pass it to :func:`predict`.
+
+    Raises
+    ------
+    ValueError
+        An option or grid value is out of range (raised here, before data is read).
+    TypeError
+        An option has the wrong type.
+    polars.exceptions.ComputeError
+        Bad data, naming the column and row.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_sdca as ps
+    >>> df = pl.DataFrame({"a": [0.0, 1.0, 2.0, 3.0], "b": [1.0, 0.0, 1.0, 0.0]})
+    >>> df = df.with_columns(y=2 * pl.col("a") + 1)
+    >>> path = df.select(ps.fit_path("y", ["a", "b"], loss="squared", l2=0.0, n_l1=3)).item()
+    >>> [m["coef"] for m in path][0], [round(m["l1"], 4) for m in path]
+    ([0.0, 0.0], [2.5, 0.0791, 0.0025])
+    >>> df.select(ps.predict(path[-1], ["a", "b"]).round(2)).to_series().to_list()
+    [1.0, 3.0, 5.0, 7.0]
+    """
+    return _path_call("fit_path", label, features, dict(options))
+
+
+def fit_cv(label: IntoExpr, features: IntoFeatures, **options: Unpack[CvOptions]) -> pl.Expr:
+    """Cross-validate a regularization path per group and refit at the chosen value.
+
+    K-fold cross-validation in one call: the grid is computed on the group's rows as by
+    :func:`fit_path`, each fold fits the path on its training rows (folds run in parallel when
+    the call is alone, in ``select``), every model is scored on the fold's held-out rows, the
+    value with the best mean score (or, with ``select="one_standard_error"``, the largest
+    penalty within one standard error of it) is chosen, and the model is refit on all rows.
+
+    Parameters
+    ----------
+    label, features
+        As for :func:`fit`.
+    **options
+        The options of :func:`fit_path`, and:
+
+        folds : int
+            Number of folds (default 5), drawn from ``seed``: stratified by class for
+            classification losses, else shuffled.
+        fold_column : str or Expr, optional
+            Each row's fold (any dtype; each distinct value is a fold) instead of drawn folds.
+        scoring : {"auto", "log_loss", "accuracy", "squared_error", "absolute_error", "hinge"}
+            The held-out score, a weighted mean over the fold's rows (default "auto":
+            "log_loss" for logistic and multinomial, "accuracy" for the other classifiers,
+            "squared_error" for regression).
+        select : {"best", "one_standard_error"}
+            The best mean score (default), or the one-standard-error rule.
+
+    Returns
+    -------
+    Expr
+        A struct: ``model`` (the refit model, fields of :func:`fit`), ``penalty`` ("l1" or
+        "l2"), ``values`` (the grid, decreasing), ``mean`` and ``se`` (per value: the mean
+        held-out score over the folds and its standard error), ``fold_scores`` (one list per
+        fold), ``best`` (the value of the best mean), ``chosen`` (the value refit) and
+        ``scoring``.
+
+    Raises
+    ------
+    ValueError
+        An option is out of range, or a scoring does not fit the loss (``log_loss`` needs
+        logistic or multinomial).
+    polars.exceptions.ComputeError
+        Bad data, or a fold whose training rows hold a single class.
+
+    Examples
+    --------
+    >>> import polars as pl
+    >>> import polars_sdca as ps
+    >>> df = pl.DataFrame({"x": [float(i % 7) - 3 for i in range(40)], "y": [i % 7 > 3 for i in range(40)]})
+    >>> cv = df.select(ps.fit_cv("y", ["x"], l2=1e-3, n_l1=5, folds=4, scoring="accuracy")).item()
+    >>> cv["penalty"], len(cv["mean"]), cv["chosen"] in cv["values"], cv["model"]["converged"]
+    ('l1', 5, True, True)
+    """
+    return _path_call("fit_cv", label, features, dict(options))
 
 
 def fit_rows(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) -> pl.Expr:

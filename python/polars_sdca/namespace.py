@@ -16,9 +16,12 @@ if TYPE_CHECKING:
     from polars_sdca._typing import (
         CrfOptions,
         CrfPredictKind,
+        CvOptions,
         FitOptions,
+        GroupsKind,
         IntoExpr,
         IntoFeatures,
+        PathOptions,
         PredictKind,
     )
 
@@ -49,8 +52,46 @@ class SdcaNamespace:
         """
         return functions.fit(self._expr, features, **options)
 
+    def fit_path(self, features: IntoFeatures, **options: Unpack[PathOptions]) -> pl.Expr:
+        """One model per penalty value per group on this label column; see
+        :func:`polars_sdca.fit_path`.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import polars_sdca  # noqa: F401
+        >>> df = pl.DataFrame({"g": [1, 1, 1, 2, 2, 2], "x": [0.0, 1.0, 2.0] * 2})
+        >>> df = df.with_columns(y=pl.col("x") * pl.col("g"))
+        >>> out = df.group_by("g", maintain_order=True).agg(
+        ...     pl.col("y").sdca.fit_path(["x"], loss="squared", l2=0.0, n_l1=4).alias("path")
+        ... )
+        >>> out["path"].list.len().to_list()
+        [4, 4]
+        """
+        return functions.fit_path(self._expr, features, **options)
+
+    def fit_cv(self, features: IntoFeatures, **options: Unpack[CvOptions]) -> pl.Expr:
+        """A cross-validated path per group on this label column, refit at the chosen value;
+        see :func:`polars_sdca.fit_cv`.
+
+        Examples
+        --------
+        >>> import polars as pl
+        >>> import polars_sdca  # noqa: F401
+        >>> df = pl.DataFrame({"x": [float(i % 5) for i in range(30)]}).with_columns(y=2 * pl.col("x"))
+        >>> cv = df.select(pl.col("y").sdca.fit_cv(["x"], loss="squared", l2=0.0, n_l1=4, folds=3)).item()
+        >>> cv["scoring"], round(cv["model"]["coef"][0], 2)
+        ('squared_error', 2.0)
+        """
+        return functions.fit_cv(self._expr, features, **options)
+
     def fit_groups(
-        self, features: IntoFeatures, *, by: IntoExpr | Sequence[IntoExpr], **options: Unpack[FitOptions]
+        self,
+        features: IntoFeatures,
+        *,
+        by: IntoExpr | Sequence[IntoExpr],
+        kind: GroupsKind = "model",
+        **options: Unpack[CvOptions],
     ) -> pl.Expr:
         """One model per group of ``by`` from one plugin call; see :func:`polars_sdca.fit_groups`.
 
@@ -63,7 +104,7 @@ class SdcaNamespace:
         >>> [round(c, 3) for c in out.unnest("y")["y"].struct.field("coef").list.first()]
         [2.0, 4.0]
         """
-        return functions.fit_groups(self._expr, features, by=by, **options)
+        return functions.fit_groups(self._expr, features, by=by, kind=kind, **options)
 
     def fit_rows(self, features: IntoFeatures, **options: Unpack[FitOptions]) -> pl.Expr:
         """Per-row outputs of this group's fit; see :func:`polars_sdca.fit_rows`.

@@ -25,6 +25,7 @@
 pub mod budget;
 pub mod config;
 pub mod crf;
+pub mod cv;
 pub mod data;
 pub mod error;
 pub mod loss;

@@ -12,6 +12,7 @@
 
 use crate::config::{GroupNorm, PdproxOutput, PdproxVariant, Sampling, SolverKind};
 use crate::crf::CrfSampling;
+use crate::cv::{Scoring, SELECT};
 use crate::loss::LossKind;
 
 /// What `null_policy=` accepts: rows holding a null raise, or are dropped (linear fits only).
@@ -186,6 +187,65 @@ pub const FIT_OPTIONS: &[Spec] = &[
     ),
 ];
 
+/// The grid options of `fit_path` and `fit_cv`, on top of [`FIT_OPTIONS`] (whose `l1` or `l2`
+/// may there be a list of values: the grid itself).
+pub const PATH_OPTIONS: &[Spec] = &[
+    spec(
+        "n_l1",
+        Int,
+        Value::Int(100),
+        "number of l1 values, from l1_max (the smallest l1 whose model is zero) down",
+        "l1 paths (l1 not a list)",
+    ),
+    spec(
+        "l1_min_ratio",
+        Float,
+        Value::Float(1e-3),
+        "the smallest computed l1 over l1_max, in (0, 1)",
+        "l1 paths (l1 not a list)",
+    ),
+    spec(
+        "n_l2",
+        Int,
+        Null,
+        "number of l2 values of a ridge-type path, from 1e4 / n down",
+        "l2 paths (l2 not a list)",
+    ),
+    spec(
+        "l2_min_ratio",
+        Float,
+        Value::Float(1e-8),
+        "the smallest computed l2 over the largest, in (0, 1)",
+        "l2 paths (l2 not a list)",
+    ),
+];
+
+/// The cross-validation options of `fit_cv`, on top of [`FIT_OPTIONS`] and [`PATH_OPTIONS`].
+pub const CV_OPTIONS: &[Spec] = &[
+    spec(
+        "folds",
+        Int,
+        Value::Int(5),
+        "number of folds drawn from the seed (stratified for classification losses)",
+        "fit_cv without fold_column",
+    ),
+    spec("fold_column", Column, Null, "a column whose values give each row's fold", "fit_cv"),
+    spec(
+        "scoring",
+        Choice(Scoring::NAMES),
+        Text("auto"),
+        "held-out score (auto: log_loss for logistic / multinomial, accuracy for other classifiers, squared_error for regression)",
+        "fit_cv",
+    ),
+    spec(
+        "select",
+        Choice(SELECT),
+        Text("best"),
+        "the best mean score, or the largest penalty within one standard error of it",
+        "fit_cv",
+    ),
+];
+
 /// The options of `crf_fit` and `crf_fit_rows` (and `CRFTagger`).
 pub const CRF_OPTIONS: &[Spec] = &[
     spec("l2", Float, Null, "L2 strength lambda (> 0; default 1 / number of sequences)", "all"),
@@ -305,7 +365,7 @@ mod tests {
     /// optional kinds default to `Null` or take none.
     #[test]
     fn tables_are_consistent() {
-        for table in [FIT_OPTIONS, CRF_OPTIONS] {
+        for table in [FIT_OPTIONS, CRF_OPTIONS, PATH_OPTIONS, CV_OPTIONS] {
             for (k, s) in table.iter().enumerate() {
                 assert!(table[k + 1..].iter().all(|t| t.name != s.name), "{} twice", s.name);
                 assert!(!s.help.is_empty() && !s.applies.is_empty(), "{}", s.name);

@@ -89,7 +89,7 @@ impl<'p, 'a, D: Rows, L: BlockLoss> Reduction<'p, 'a, D, L> {
     /// largest factor meeting the box. Each `theta_i` is a convex combination of `alpha_i` and 0,
     /// both in the loss's dual domain (`phi*(0) = -inf phi` is finite), so `theta` is feasible.
     /// One pass over the rows.
-    fn dual(&mut self, alpha: &[f64]) -> f64 {
+    pub(crate) fn dual(&mut self, alpha: &[f64]) -> f64 {
         let p = self.problem;
         let (x, n, d) = (p.x, p.n(), p.x.n_cols());
         let (mut pos, mut neg) = (0.0, 0.0);

@@ -25,6 +25,7 @@ mod cocoa;
 mod driver;
 pub mod lasso;
 pub mod newton;
+pub mod path;
 pub mod pdprox;
 mod problem;
 mod result;
@@ -36,7 +37,8 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub use cocoa::{local_round, Aggregation, Coordinator, LocalRound, RoundSpec};
-pub(crate) use driver::{drive, meets, Budget, Clock, Coordinate, End, Judge, Verdict};
+pub(crate) use driver::{drive, goal, meets, Budget, Clock, Coordinate, End, Estimate, Judge, Verdict};
+pub use path::{fit_path, Path, PathConfig, PathParams, Penalty, ZeroModel};
 pub use problem::Problem;
 pub(crate) use result::Outcome;
 pub use result::{row_outputs, Certificate, FitResult, RowOutputs, Status};

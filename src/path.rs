@@ -1,0 +1,251 @@
+//! `fit_path` and `fit_cv`: a group's regularization path and its cross-validation.
+//!
+//! The inputs are `fit`'s (label, features, weights), and for `fit_cv` optionally a fold column
+//! last; the numbers come from `sdca_core::solver::fit_path` and `sdca_core::cv`. A path is one
+//! `List` of model structs (one per grid value, in decreasing order, each with its own `l1` and
+//! `l2`); a cross-validation is one struct: the model refit at the chosen value and the curve
+//! of held-out scores as lists, so a user can plot it.
+
+use polars::prelude::*;
+use sdca_core::cv::{self, CvConfig, CvResult};
+use sdca_core::solver::{fit_path, Path, Penalty};
+use sdca_core::FitResult;
+
+use crate::convert::Features;
+use crate::error::{compute, param};
+use crate::fit::{self, Group};
+use crate::interrupt;
+use crate::kwargs::{FitKwargs, Layout, PathKwargs};
+use crate::output::{self, model_fields, ModelMeta};
+use crate::threads;
+
+fn list(dt: DataType) -> DataType {
+    DataType::List(Box::new(dt))
+}
+
+/// The dtype of a path: a list of model structs.
+pub fn path_dtype(label: &DataType, multiclass: bool) -> DataType {
+    list(DataType::Struct(model_fields(label, multiclass)))
+}
+
+/// The fields of a cross-validation's struct.
+pub fn cv_fields(label: &DataType, multiclass: bool) -> Vec<Field> {
+    use DataType::*;
+    vec![
+        Field::new("model".into(), Struct(model_fields(label, multiclass))),
+        Field::new("penalty".into(), String),
+        Field::new("values".into(), list(Float64)),
+        Field::new("mean".into(), list(Float64)),
+        Field::new("se".into(), list(Float64)),
+        Field::new("fold_scores".into(), list(list(Float64))),
+        Field::new("best".into(), Float64),
+        Field::new("chosen".into(), Float64),
+        Field::new("scoring".into(), String),
+    ]
+}
+
+/// Checks the kwargs when the plan is built: the path and, for `fit_cv`, the folds and scoring
+/// against the loss. Returns `fit`'s kwargs for the shared checks.
+pub fn check(kw: &PathKwargs) -> PolarsResult<FitKwargs> {
+    let fit_kw = kw.fit_kwargs()?;
+    if kw.layout.has_warm_start {
+        return Err(compute(
+            "invalid parameter `warm_start`: a path warm-starts each fit from the previous one; \
+             drop warm_start"
+                .into(),
+        ));
+    }
+    if let Some(c) = &kw.cv {
+        let cfg = fit_kw.params.check().map_err(param)?;
+        c.check(cfg.loss).map_err(param)?;
+        if c.fold_column != kw.layout.has_folds {
+            return Err(compute("internal error: fold column and layout disagree; please report".into()));
+        }
+    }
+    Ok(fit_kw)
+}
+
+/// The fold column (the last input, when the layout has one) and the other inputs.
+fn split_folds<'a>(inputs: &'a [Series], layout: &Layout) -> (&'a [Series], Option<&'a Series>) {
+    match inputs.split_last() {
+        Some((folds, data)) if layout.has_folds => (data, Some(folds)),
+        _ => (inputs, None),
+    }
+}
+
+/// Runs `f` on the group's core problem (sparse or dense features).
+fn on_problem<T>(
+    g: &Group,
+    cfg: &sdca_core::FitConfig,
+    f: impl Fn(&sdca_core::Problem<'_, sdca_core::CsrView<'_>>) -> sdca_core::Result<T>,
+    h: impl Fn(&sdca_core::Problem<'_, sdca_core::DenseView<'_>>) -> sdca_core::Result<T>,
+) -> PolarsResult<T> {
+    let in_label = |e: sdca_core::SdcaError| compute(format!("column {:?}: {e}", g.label_name));
+    match &g.features {
+        Features::Sparse(s) => f(&fit::problem(&s.view()?, g, cfg)?).map_err(in_label),
+        Features::Dense(d) => h(&fit::problem(&d.view()?, g, cfg)?).map_err(in_label),
+    }
+}
+
+fn meta_at<'a>(meta: &ModelMeta<'a>, penalty: Penalty, value: f64) -> ModelMeta<'a> {
+    let (l1, l2) = match penalty {
+        Penalty::L1 => (value, meta.l2),
+        Penalty::L2 => (meta.l1, value),
+    };
+    ModelMeta { label_dtype: meta.label_dtype, loss: meta.loss, multiclass: meta.multiclass, l1, l2 }
+}
+
+/// The models of a path as one row of a list of structs.
+fn models(name: &str, meta: &ModelMeta<'_>, fitted: &Path, g: &Group) -> PolarsResult<Series> {
+    let n = g.labels.y.len();
+    let mut rows: Option<Series> = None;
+    for (v, fit) in fitted.values.iter().zip(&fitted.fits) {
+        let row = model_row(name, &meta_at(meta, fitted.penalty, *v), fit, g, n)?;
+        match &mut rows {
+            Some(all) => {
+                all.append(&row)?;
+            }
+            None => rows = Some(row),
+        }
+    }
+    let rows = rows.ok_or_else(|| compute("internal error: an empty path; please report".into()))?;
+    Ok(rows.implode()?.into_series().with_name(name.into()))
+}
+
+fn model_row(name: &str, meta: &ModelMeta<'_>, fit: &FitResult, g: &Group, n: usize) -> PolarsResult<Series> {
+    if fit.status == sdca_core::Status::Interrupted {
+        return Err(interrupt::error());
+    }
+    output::model(name, meta, fit, g.labels.classes.as_ref(), n)
+}
+
+/// `fit_path`: the group's path as one list of model structs.
+pub fn path(inputs: &[Series], kw: &PathKwargs) -> PolarsResult<Series> {
+    let fit_kw = check(kw)?;
+    fit::check_policies(&fit_kw)?;
+    let mut config = kw.checked()?;
+    config.interrupt = interrupt::arm();
+    let cfg = config.config(None).map_err(param)?;
+    let label = &inputs[0];
+    let meta = fit::meta(label, &fit_kw);
+    let result = fit::prepare(inputs, &fit_kw, &cfg).and_then(|g| {
+        let fitted = on_problem(&g, &cfg, |p| fit_path(p, &config), |p| fit_path(p, &config))?;
+        models(label.name(), &meta, &fitted, &g)
+    });
+    match result {
+        Err(e) if kw.on_error == "null" && !interrupt::is_interrupt(&e) => {
+            let null = output::null_model(label.name(), &meta, &fit::status_of(&e))?;
+            Ok(null.implode()?.into_series().with_name(label.name().clone()))
+        }
+        other => other,
+    }
+}
+
+/// The fold of each fitted row: from the fold column (its dense ranks, nulls refused; rows the
+/// null policy dropped left out), or drawn from the seed.
+fn folds(
+    g: &Group,
+    column: Option<&Series>,
+    c: &CvConfig,
+    cfg: &sdca_core::FitConfig,
+) -> PolarsResult<Vec<u32>> {
+    let Some(s) = column else {
+        let classification = cfg.loss.is_classification() || cfg.loss.is_multiclass();
+        let k = c.folds.unwrap_or(2);
+        return cv::draw_folds(&g.labels.y, classification, k, cfg.seed).map_err(param);
+    };
+    let name = s.name().clone();
+    let ids = s.cast(&DataType::Int64)?;
+    let ids = ids.i64()?;
+    if let Some(row) = ids.iter().position(|v| v.is_none()) {
+        return Err(compute(format!("column {name:?}, row {row}: null fold id; fill it or drop the row")));
+    }
+    let all: Vec<i64> = ids.into_no_null_iter().collect();
+    let kept: Vec<i64> = match g.kept() {
+        Some(rows) => rows.iter().map(|&r| all[r as usize]).collect(),
+        None => all,
+    };
+    cv::folds_from_ids(&kept).map(|(f, _)| f).map_err(|e| compute(format!("column {name:?}: {e}")))
+}
+
+/// `fit_cv`: the group's cross-validated path as one struct.
+pub fn cross_validate(inputs: &[Series], kw: &PathKwargs) -> PolarsResult<Series> {
+    let fit_kw = check(kw)?;
+    fit::check_policies(&fit_kw)?;
+    let mut config = kw.checked()?;
+    config.interrupt = interrupt::arm();
+    let cfg = config.config(None).map_err(param)?;
+    let c =
+        kw.cv.as_ref().ok_or_else(|| compute("internal error: fit_cv without cv; please report".into()))?;
+    let c = c.check(cfg.loss).map_err(param)?;
+    let (data, fold_column) = split_folds(inputs, &kw.layout);
+    let label = &data[0];
+    let meta = fit::meta(label, &fit_kw);
+    let result = fit::prepare(data, &fit_kw, &cfg).and_then(|g| {
+        let ids = folds(&g, fold_column, &c, &cfg)?;
+        let k = ids.iter().max().map_or(1, |&m| m as usize + 1);
+        let parallel = threads::resolve(None, k, u64::MAX) > 1;
+        let work = || {
+            on_problem(
+                &g,
+                &cfg,
+                |p| cv::cross_validate(p, &config, &ids, &c, parallel),
+                |p| cv::cross_validate(p, &config, &ids, &c, parallel),
+            )
+        };
+        let result = match threads::pool().filter(|_| parallel) {
+            Some(pool) => pool.install(work)?,
+            None => work()?,
+        };
+        let chosen = result.values[result.chosen];
+        let model = model_row(
+            label.name(),
+            &meta_at(&meta, result.penalty, chosen),
+            &result.model,
+            &g,
+            g.labels.y.len(),
+        )?;
+        cv_row(label.name(), model, Some(&result))
+    });
+    match result {
+        Err(e) if kw.on_error == "null" && !interrupt::is_interrupt(&e) => {
+            let null = output::null_model(label.name(), &meta, &fit::status_of(&e))?;
+            cv_row(label.name(), null, None)
+        }
+        other => other,
+    }
+}
+
+/// One row of the cross-validation struct (`None`: a failed group, nulls but the model).
+fn cv_row(name: &PlSmallStr, model: Series, r: Option<&CvResult>) -> PolarsResult<Series> {
+    let f64s = |field: &str, v: Option<&[f64]>| -> PolarsResult<Series> {
+        match v {
+            Some(v) => output::f64_list(field, v),
+            None => Ok(Series::full_null(field.into(), 1, &list(DataType::Float64))),
+        }
+    };
+    let fold_scores = match r {
+        Some(r) => {
+            let flat: Vec<f64> = r.fold_scores.iter().flatten().copied().collect();
+            output::matrix("fold_scores", &flat, r.fold_scores.len())?
+        }
+        None => Series::full_null("fold_scores".into(), 1, &list(list(DataType::Float64))),
+    };
+    let cols = [
+        model.with_name("model".into()),
+        Series::new("penalty".into(), [r.map(|r| r.penalty.name())]),
+        f64s("values", r.map(|r| r.values.as_slice()))?,
+        f64s("mean", r.map(|r| r.mean.as_slice()))?,
+        f64s("se", r.map(|r| r.se.as_slice()))?,
+        fold_scores,
+        Series::new("best".into(), [r.map(|r| r.values[r.best])]),
+        Series::new("chosen".into(), [r.map(|r| r.values[r.chosen])]),
+        Series::new("scoring".into(), [r.map(|r| r.scoring.name())]),
+    ];
+    Ok(StructChunked::from_series(name.clone(), 1, cols.iter())?.into_series())
+}
+
+/// Whether the path's loss is multiclass (for the output dtype).
+pub fn is_multiclass(kw: &PathKwargs) -> bool {
+    kw.fit_kwargs().is_ok_and(|f| fit::is_multiclass(&f))
+}
