@@ -72,7 +72,7 @@ fn main() {
         sampling: get("sampling", "permutation"),
         solver: get("solver", "auto"),
         fit_intercept: get("intercept", "0") == "1",
-        // n_threads: args.get("n_threads").map(|v| v.parse().expect("n_threads")),
+        n_threads: args.get("n_threads").map(|v| v.parse().expect("n_threads")),
         ..Default::default()
     };
     let cfg = params.check().expect("valid parameters");

@@ -112,6 +112,14 @@ impl Estimate {
         self.visits += 1;
     }
 
+    /// Moves the gaps `other` gathered in its pass into this estimate (a parallel fit's estimate
+    /// is the sum of its partitions', taken in partition order).
+    pub fn merge(&mut self, other: &mut Estimate) {
+        self.visited += other.visited;
+        self.visits += other.visits;
+        (other.visited, other.visits) = (0.0, 0);
+    }
+
     /// Ends a pass over a problem of `n` rows: whether a check is due.
     pub fn settled(&mut self, n: usize) -> bool {
         let n = n as f64;
@@ -281,26 +289,7 @@ pub(crate) fn drive<S: Coordinate>(
     let mut kept = order.len();
     // Full passes add exactly 1.0, so without shrinking this is `run.epochs < max`.
     while run.work < max as f64 {
-        let order_kept = &mut order[..kept];
-        match sampling {
-            Sampling::Permutation => order_kept.shuffle(rng),
-            Sampling::Uniform => {
-                let active = solver.active();
-                for slot in order_kept.iter_mut() {
-                    *slot = active[rng.random_range(0..active.len())];
-                }
-            }
-            // Drawn from the gaps stored at the epoch's start; the pass keeps storing fresh ones.
-            Sampling::Gap => {
-                let (active, gaps) = (solver.active(), solver.gaps());
-                for slot in order_kept.iter_mut() {
-                    *slot = match gaps {
-                        Some(gaps) => active[gaps.draw(rng)],
-                        None => active[rng.random_range(0..active.len())],
-                    };
-                }
-            }
-        }
+        draw(solver, &mut order[..kept], sampling, rng);
         // A solver without coordinates (Pdprox's full passes) gets an empty order; a pass over
         // no kept row still counts one row, so the budget always advances.
         let share = if order.is_empty() { 1.0 } else { kept.max(1) as f64 / order.len() as f64 };
@@ -330,6 +319,35 @@ pub(crate) fn drive<S: Coordinate>(
         }
     }
     run
+}
+
+/// Fills `order` (the rows a pass keeps) with the next pass's rows: a fresh permutation of them,
+/// or as many draws from `solver.active()` (uniform, or by the stored gaps).
+pub(crate) fn draw<S: Coordinate>(
+    solver: &S,
+    order: &mut [u32],
+    sampling: Sampling,
+    rng: &mut Xoshiro256PlusPlus,
+) {
+    match sampling {
+        Sampling::Permutation => order.shuffle(rng),
+        Sampling::Uniform => {
+            let active = solver.active();
+            for slot in order.iter_mut() {
+                *slot = active[rng.random_range(0..active.len())];
+            }
+        }
+        // Drawn from the gaps stored at the epoch's start; the pass keeps storing fresh ones.
+        Sampling::Gap => {
+            let (active, gaps) = (solver.active(), solver.gaps());
+            for slot in order.iter_mut() {
+                *slot = match gaps {
+                    Some(gaps) => active[gaps.draw(rng)],
+                    None => active[rng.random_range(0..active.len())],
+                };
+            }
+        }
+    }
 }
 
 /// Turns a certified statement about the solved problem into the original problem's

@@ -26,6 +26,7 @@ mod driver;
 pub mod lasso;
 mod multiclass;
 pub mod newton;
+mod parallel;
 pub mod path;
 pub mod pdprox;
 mod problem;
@@ -201,6 +202,8 @@ fn dual<D: Rows, L: BlockLoss>(ctx: &mut Context<'_, '_, D, L>, w: Vec<f64>) -> 
         } else {
             Ok(out)
         }
+    } else if let Some(k) = parallel::partitions(ctx) {
+        parallel::run(ctx, start, k)
     } else {
         sdca::run(ctx, start)
     }

@@ -208,7 +208,7 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
     }
 
     /// `out = sum_i s_i x_i alpha_i^T` (same layout as `v`, last row: intercept feature); one pass.
-    fn dual_sum(&self, out: &mut [f64]) {
+    pub fn dual_sum(&self, out: &mut [f64]) {
         let p = self.problem;
         let (x, d, k) = (p.x, p.x.n_cols(), self.width());
         out.iter_mut().for_each(|o| *o = 0.0);
@@ -270,10 +270,43 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
         self.v.clone()
     }
 
+    /// Moves the state's primal point to `w` (feature-major, same layout as `v`) at the current
+    /// duals, like [`State::center_at`] but on a state that may already have a shift: `v = w l2
+    /// n`, `shift = v - own`, where `own` is the dual sum `sum_i s_i x_i alpha_i^T` when given
+    /// (fresh from [`State::dual_sum`]) and else the running one, `v - shift`. O(d k), no pass
+    /// over the rows: each round of a parallel fit ([`super::parallel`]) starts this way.
+    pub fn recenter(&mut self, w: &[f64], own: Option<&[f64]>) {
+        if self.shift.is_empty() {
+            self.shift = vec![0.0; self.v.len()];
+        }
+        for (j, ((vj, zj), &wj)) in self.v.iter_mut().zip(self.shift.iter_mut()).zip(w).enumerate() {
+            let sum = own.map_or(*vj - *zj, |o| o[j]);
+            *vj = wj / self.scale;
+            *zj = *vj - sum;
+        }
+        self.refresh_w();
+    }
+
+    /// The unscaled dual sum `v` (shift included) as it stands, borrowed.
+    pub fn point(&self) -> &[f64] {
+        &self.v
+    }
+
     /// Rebuilds `v` and `w` from `alpha` and makes one read-only pass at `w`.
     pub fn evaluate(&mut self) -> Eval {
         self.rebuild();
         self.refresh_w();
+        let w = std::mem::take(&mut self.w);
+        let [loss_sum, conj_sum, gap_sum] = self.sums_at(&w);
+        self.w = w;
+        let nf = self.problem.n() as f64;
+        Eval { loss: loss_sum / nf, conj: conj_sum / nf, gap: (gap_sum / nf).max(0.0) }
+    }
+
+    /// One read-only pass at the model `w` (same layout as `v`; any model, not only the
+    /// state's): the weighted sums over the rows of `phi(x_i . w + b)`, `phi*(-alpha_i)` and the
+    /// block gaps, which also refresh the stored gaps of gap sampling.
+    pub fn sums_at(&mut self, w: &[f64]) -> [f64; 3] {
         let p = self.problem;
         let (n, k) = (p.n(), self.width());
         let (mut loss_sum, mut conj_sum, mut gap_sum) = (0.0, 0.0, 0.0);
@@ -283,7 +316,7 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
                 continue;
             }
             let scores = &mut self.scores[..k];
-            scores_into(p.x, i, &self.w, self.bias, scores);
+            scores_into(p.x, i, w, self.bias, scores);
             let (y, al) = (p.y[i], &self.alpha[i * k..(i + 1) * k]);
             loss_sum += s * self.loss.value(scores, y);
             conj_sum += s * self.loss.conj_neg(al, y);
@@ -295,8 +328,7 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
                 _ => {}
             }
         }
-        let nf = n as f64;
-        Eval { loss: loss_sum / nf, conj: conj_sum / nf, gap: (gap_sum / nf).max(0.0) }
+        [loss_sum, conj_sum, gap_sum]
     }
 
     /// Primal and dual values of this state's own problem at the last evaluation:
