@@ -306,7 +306,7 @@ fn warm_newton(alpha: &[f64], yi: usize, q: f64, out: &mut [f64]) -> bool {
     let mut nu = 0.0;
     for j in 0..k {
         let pj = if j == yi { 1.0 - alpha[j] } else { -alpha[j] };
-        if !(pj > 0.0) {
+        if pj.is_nan() || pj <= 0.0 {
             return false;
         }
         p[j] = pj;
@@ -332,7 +332,7 @@ fn warm_newton(alpha: &[f64], yi: usize, q: f64, out: &mut [f64]) -> bool {
             p[j] = u[j].exp();
         }
         nu += dnu;
-        if !(big <= 4.0) {
+        if big.is_nan() || big > 4.0 {
             return false;
         }
         // Quadratic convergence: a step of 1e-9 leaves an error near 1e-18.

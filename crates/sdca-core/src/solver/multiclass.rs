@@ -74,26 +74,18 @@ mod tests {
         let feature = |i: usize, j: usize| if j < d { x[i * d + j] } else { 1.0 };
         // Model slot (j, c): coef is class-major `c d + j`, the intercept last.
         let model = |j: usize, c: usize| if j < d { r.coef[c * d + j] } else { r.intercept[c] };
-        let mut w_alpha = vec![0.0; (d + 1) * k];
-        for i in 0..n {
-            for j in 0..=d {
-                for c in 0..k {
-                    w_alpha[j * k + c] += s[i] * r.alpha[i * k + c] * feature(i, j) / (l2 * nf);
-                }
-            }
-        }
-        let (mut loss_sum, mut conj_sum, mut sq) = (0.0, 0.0, 0.0);
-        for i in 0..n {
+        let w_alpha = |j: usize, c: usize| {
+            (0..n).map(|i| s[i] * r.alpha[i * k + c] * feature(i, j)).sum::<f64>() / (l2 * nf)
+        };
+        let (mut loss_sum, mut conj_sum) = (0.0, 0.0);
+        for (i, (&si, &yi)) in s.iter().zip(y).enumerate() {
             let a: Vec<f64> = (0..k).map(|c| (0..=d).map(|j| feature(i, j) * model(j, c)).sum()).collect();
-            loss_sum += s[i] * loss.value(&a, y[i]);
-            conj_sum += s[i] * loss.conj_neg(&r.alpha[i * k..(i + 1) * k], y[i]);
+            loss_sum += si * loss.value(&a, yi);
+            conj_sum += si * loss.conj_neg(&r.alpha[i * k..(i + 1) * k], yi);
         }
-        for j in 0..=d {
-            for c in 0..k {
-                sq += model(j, c).powi(2);
-            }
-        }
-        let sq_alpha: f64 = w_alpha.iter().map(|v| v * v).sum();
+        let slots = || (0..=d).flat_map(|j| (0..k).map(move |c| (j, c)));
+        let sq: f64 = slots().map(|(j, c)| model(j, c).powi(2)).sum();
+        let sq_alpha: f64 = slots().map(|(j, c)| w_alpha(j, c).powi(2)).sum();
         (loss_sum / nf + 0.5 * l2 * sq, -conj_sum / nf - 0.5 * l2 * sq_alpha)
     }
 
