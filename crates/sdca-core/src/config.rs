@@ -199,6 +199,12 @@ pub struct FitParams {
     /// every `check_every` epochs. Ignored for other solvers, samplings and losses. Default
     /// `true`.
     pub shrinking: bool,
+    /// Threads of one fit; `>= 1`, `None` for 1 (the plugin resolves `None` to every core for
+    /// a lone large fit, `src/threads.rs`). Above 1, plain SDCA on an `l2 > 0` problem with a
+    /// binary or regression loss splits the rows into as many partitions and merges their
+    /// updates after every pass (shared-memory CoCoA+, `solver::parallel`); other fits ignore
+    /// it.
+    pub n_threads: Option<i64>,
 }
 
 /// The defaults of the option schema ([`crate::options::FIT_OPTIONS`]), read at compile time.
@@ -229,6 +235,7 @@ impl Default for FitParams {
             output: const { text(O, "output") }.into(),
             pdprox_variant: const { text(O, "pdprox_variant") }.into(),
             shrinking: const { boolean(O, "shrinking") },
+            n_threads: None,
         }
     }
 }
@@ -305,6 +312,8 @@ pub struct FitConfig {
     pub pdprox_variant: PdproxVariant,
     /// Whether plain SDCA may shrink (see [`FitParams::shrinking`]).
     pub shrinking: bool,
+    /// Threads of one fit (see [`FitParams::n_threads`]); `None` is 1.
+    pub n_threads: Option<usize>,
     _checked: (),
 }
 
@@ -502,6 +511,16 @@ impl FitParams {
                 ))
             }
         };
+        let n_threads = match self.n_threads {
+            None => None,
+            Some(t) if (1..=1 << 16).contains(&t) => Some(t as usize),
+            Some(t) => {
+                return Err(invalid(
+                    "n_threads",
+                    format!("got {t}; must be an integer in 1..=65536, or None"),
+                ))
+            }
+        };
         Ok(FitConfig {
             loss,
             l2,
@@ -522,6 +541,7 @@ impl FitParams {
             output,
             pdprox_variant,
             shrinking: self.shrinking,
+            n_threads,
             _checked: (),
         })
     }

@@ -57,6 +57,28 @@ pub trait Rows: Sync {
     /// `x_i . w` for a model of width `w.len()`, which may differ from the view's: a sparse
     /// index outside `w`, or a dense row of another width, is an error (prediction path).
     fn dot_checked(&self, i: usize, w: &[f64]) -> Result<f64>;
+    /// A hint that row `i` is read soon, a few rows before [`Rows::prefetch_row`]: fetches
+    /// what locating the row needs (a CSR row's offsets). No effect on results.
+    #[inline(always)]
+    fn prefetch_offsets(&self, _i: usize) {}
+    /// A hint that row `i` is read soon: fetches its first entries into the cache (passes in
+    /// random row order otherwise wait on memory at every row). No effect on results.
+    #[inline(always)]
+    fn prefetch_row(&self, _i: usize) {}
+}
+
+/// Asks the CPU to bring the cache line holding `p` into its caches (no effect on results; a
+/// no-op off x86-64). `p` need not be dereferenceable: a prefetch never faults.
+#[inline(always)]
+fn prefetch<T>(p: *const T) {
+    #[cfg(target_arch = "x86_64")]
+    // SAFETY: `prefetcht0` is part of SSE, which every x86-64 CPU has, and it reads nothing
+    // architecturally: any address is allowed.
+    unsafe {
+        std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(p as *const i8)
+    };
+    #[cfg(not(target_arch = "x86_64"))]
+    let _ = p;
 }
 
 /// A compressed-sparse-row matrix borrowed from Arrow buffers.
@@ -193,6 +215,18 @@ impl Rows for CsrView<'_> {
             f(j as usize, x);
         }
     }
+    #[inline(always)]
+    fn prefetch_offsets(&self, i: usize) {
+        prefetch(self.indptr.as_ptr().wrapping_add(i));
+    }
+    #[inline(always)]
+    fn prefetch_row(&self, i: usize) {
+        let lo = self.span(i).0;
+        // The indices and the values of a row of 12 entries: one line and two.
+        prefetch(self.indices.as_ptr().wrapping_add(lo));
+        prefetch(self.values.as_ptr().wrapping_add(lo));
+        prefetch(self.values.as_ptr().wrapping_add(lo + 8));
+    }
     fn dot_checked(&self, i: usize, w: &[f64]) -> Result<f64> {
         let (idx, val) = self.row(i);
         let mut acc = 0.0;
@@ -268,6 +302,13 @@ impl Rows for DenseView<'_> {
     fn for_each_nz<F: FnMut(usize, f64)>(&self, i: usize, mut f: F) {
         for (j, &x) in self.row(i).iter().enumerate() {
             f(j, x);
+        }
+    }
+    #[inline(always)]
+    fn prefetch_row(&self, i: usize) {
+        let row = self.data.as_ptr().wrapping_add(i * self.n_cols);
+        for line in (0..self.n_cols.min(32)).step_by(8) {
+            prefetch(row.wrapping_add(line));
         }
     }
     fn dot_checked(&self, i: usize, w: &[f64]) -> Result<f64> {

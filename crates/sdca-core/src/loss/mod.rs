@@ -50,6 +50,15 @@ pub trait Loss: Copy + Send + Sync {
     /// squared row norm `s_i ||x_i||^2 / (l2 n)`.
     fn dual_step(&self, alpha: f64, a: f64, y: f64, q: f64) -> f64;
 
+    /// [`Loss::dual_step`] and the row's Fenchel-Young gap before it ([`Loss::block_gap`] at
+    /// `alpha` and `a`), for the solvers' running gap estimate. A loss whose exact gap costs
+    /// more than its step (the logistic loss: logarithms) may return a cheaper value that is
+    /// exact to second order near the optimum; the estimate only decides when to certify.
+    #[inline]
+    fn dual_step_gap(&self, alpha: f64, a: f64, y: f64, q: f64) -> (f64, f64) {
+        (self.dual_step(alpha, a, y, q), self.block_gap(alpha, a, y))
+    }
+
     /// A dual value matching the score `a`: `-phi'(a)` (a subgradient choice for non-smooth
     /// losses). Fenchel-Young holds with equality there; used for rows that cannot move `w`
     /// (zero rows) and for warm starts.
@@ -113,6 +122,15 @@ pub trait BlockLoss: Copy + Send + Sync {
     /// norm (`a` are the scores at the current model, which includes `alpha`'s contribution).
     fn dual_step(&self, alpha: &[f64], a: &[f64], y: f64, q: f64, out: &mut [f64]);
 
+    /// [`BlockLoss::dual_step`], returning the row's gap before it (an estimate of
+    /// [`BlockLoss::block_gap`] at `alpha` and `a`, exact by default; see
+    /// [`Loss::dual_step_gap`]).
+    #[inline]
+    fn dual_step_gap(&self, alpha: &[f64], a: &[f64], y: f64, q: f64, out: &mut [f64]) -> f64 {
+        self.dual_step(alpha, a, y, q, out);
+        self.block_gap(alpha, a, y)
+    }
+
     /// A dual matching the scores `a` (Fenchel-Young with equality), written into `out`.
     fn dual_of(&self, a: &[f64], y: f64, out: &mut [f64]);
 
@@ -162,6 +180,12 @@ impl<L: Loss> BlockLoss for L {
     #[inline(always)]
     fn dual_step(&self, alpha: &[f64], a: &[f64], y: f64, q: f64, out: &mut [f64]) {
         out[0] = Loss::dual_step(self, alpha[0], a[0], y, q);
+    }
+    #[inline(always)]
+    fn dual_step_gap(&self, alpha: &[f64], a: &[f64], y: f64, q: f64, out: &mut [f64]) -> f64 {
+        let (step, gap) = Loss::dual_step_gap(self, alpha[0], a[0], y, q);
+        out[0] = step;
+        gap
     }
     #[inline(always)]
     fn dual_of(&self, a: &[f64], y: f64, out: &mut [f64]) {

@@ -129,9 +129,9 @@ fn run_linked<D: Rows, L: BlockLoss, R: Reg>(
     let mut state = State::new(problem, loss, reg, objective, &ctx.row_sq, alpha)?;
     state.set_shift(&shift);
     state.refresh_w();
-    if cfg.sampling == Sampling::Gap {
-        state = state.sample_by_gaps();
-    }
+    // The inner gap checks run when the running estimate says the inner target may be met
+    // (gap sampling keeps its schedule, as in the plain solver).
+    state = if cfg.sampling == Sampling::Gap { state.sample_by_gaps() } else { state.estimating() };
 
     // xi_1 = (1 + rho/mu) (P(w_1) - D(alpha_1)).
     let loss_at_start = problem.mean_loss(loss, bias, &w_start);
@@ -164,9 +164,16 @@ fn run_linked<D: Rows, L: BlockLoss, R: Reg>(
             ),
         };
         let mut inner = None;
+        if let (Some(est), Some(eps)) = (&mut state.estimate, target) {
+            est.aim_at(eps);
+        }
         let run = drive(&mut state, &mut order, budget, cfg.sampling, clock, rng, |st| {
             let e = st.evaluate();
             inner = Some(e);
+            if let (Some(est), Some(eps)) = (&mut st.estimate, target) {
+                est.calibrate(e.gap);
+                est.aim_at(eps);
+            }
             match target {
                 Some(eps) if e.gap <= eps => Verdict::Stop,
                 _ => Verdict::Continue,

@@ -7,10 +7,17 @@
 //! pass of coordinate updates ([`Coordinate`]); the plain solver, the inner solves of the
 //! accelerated one, a CoCoA+ round and Pdprox's full passes run under the same driver.
 //!
+//! A certificate costs a full pass (two, with the rebuild of the dual sum that removes rounding
+//! drift): a third of a logistic fit when it ran after every pass. A solver that keeps a
+//! running [`Estimate`] of its gap (the Fenchel-Young gaps of the rows it visits, measured before
+//! their steps; liblinear and lightning stop on such a sum) runs it only when that estimate says
+//! the target may be met ([`Coordinate::settled`]), on the `check_every` schedule; the
+//! certificate itself is always the exact one, so the estimate decides when to pay for it, never
+//! what it certifies.
+//!
 //! With `shrinking` (the default), a plain SDCA pass over a permutation leaves out the rows
 //! whose box-constrained dual is settled at a bound (liblinear's shrinking, `super::shrink`):
-//! `drive` keeps them at the tail of the order and brings them back, and checks, when the solver
-//! reports that the rows kept look solved ([`Coordinate::settled`]).
+//! `drive` keeps them at the tail of the order and brings them back when a check is due.
 //!
 //! [`Judge`] is the stopping rule: it turns a certified statement about the problem solved into
 //! the original problem's certificate and says whether it meets `tol`.
@@ -40,12 +47,121 @@ pub(crate) trait Coordinate {
     /// drops to the end of `order` and returns how many it kept; the others return
     /// `order.len()`.
     fn pass(&mut self, order: &mut [u32]) -> usize;
-    /// For a solver that shrinks, after each pass: whether the rows kept met their gap target,
-    /// so that every row is active again and the certificate is due now. `None` for the
-    /// others, whose checks follow `check_every`.
+    /// For a solver with a running [`Estimate`], after each pass: whether the estimate met its
+    /// target, so that a check may pay (on the `check_every` schedule; a solver that shrinks
+    /// then has every row active again). `None` for the others, whose checks follow
+    /// `check_every` alone.
     fn settled(&mut self) -> Option<bool> {
         None
     }
+}
+
+/// The running estimate of a solver's duality gap: the weighted Fenchel-Young gaps of the rows a
+/// pass visits, measured before their steps (free next to a step for the losses with a cheap
+/// gap; the logistic loss gives its second-order value, [`crate::loss::Loss::dual_step_gap`]),
+/// averaged over all `n` rows (a row a pass leaves out counts 0).
+///
+/// It is not a bound: the pass's steps lower the gaps it measured, and rows left out can regain
+/// gap. So it only decides when the exact certificate is worth its pass: the first pass is
+/// always certified, and after each certificate the estimate is calibrated against it (their
+/// ratio `r` at that pass), so that the next certificate runs when the estimate has fallen to
+/// `r` times the goal ([`Estimate::aim`]). Where the ratio drifts (a non-smooth loss, whose gap
+/// falls faster than its rows' gaps) a check is also due once the work since the last one (row
+/// visits, in passes over all rows) reaches a quarter of all the work so far, and at least
+/// [`Estimate::MIN_WAIT`] passes, which bounds the extra work to about a quarter. A wrong guess
+/// costs passes or a certificate, never a wrong certificate.
+#[derive(Debug, Clone)]
+pub(crate) struct Estimate {
+    /// `sum_i s_i gap_i` over the rows visited in this pass.
+    visited: f64,
+    /// Rows visited in this pass.
+    visits: usize,
+    /// The last finished pass's estimate (mean over the `n` rows).
+    last: f64,
+    /// The estimate at which a check is due: `+inf` until the first certificate.
+    target: f64,
+    /// Estimate over certified gap at the last certificate (1 before).
+    ratio: f64,
+    /// Row visits so far and since the last certificate, in passes over all rows.
+    work: f64,
+    since: f64,
+}
+
+impl Estimate {
+    /// Passes over all rows after a certificate before the next one is due whatever the
+    /// estimate says.
+    pub const MIN_WAIT: f64 = 4.0;
+
+    /// No target yet: the first pass is certified.
+    pub fn new() -> Self {
+        Self {
+            visited: 0.0,
+            visits: 0,
+            last: f64::INFINITY,
+            target: f64::INFINITY,
+            ratio: 1.0,
+            work: 0.0,
+            since: 0.0,
+        }
+    }
+
+    /// A visited row's weighted gap.
+    #[inline(always)]
+    pub fn add(&mut self, gap: f64) {
+        self.visited += gap;
+        self.visits += 1;
+    }
+
+    /// Moves the gaps `other` gathered in its pass into this estimate (a parallel fit's estimate
+    /// is the sum of its partitions', taken in partition order).
+    pub fn merge(&mut self, other: &mut Estimate) {
+        self.visited += other.visited;
+        self.visits += other.visits;
+        (other.visited, other.visits) = (0.0, 0);
+    }
+
+    /// Ends a pass over a problem of `n` rows: whether a check is due.
+    pub fn settled(&mut self, n: usize) -> bool {
+        let n = n as f64;
+        self.last = self.visited / n;
+        self.work += self.visits as f64 / n;
+        self.since += self.visits as f64 / n;
+        (self.visited, self.visits) = (0.0, 0);
+        // A NaN estimate checks at once (the certificate then reports the overflow).
+        self.last <= self.target || self.last.is_nan() || self.since >= Self::MIN_WAIT.max(0.25 * self.work)
+    }
+
+    /// Calibrates the estimate against a certificate that found the gap `gap` of the problem
+    /// solved: their ratio at the last pass (kept when either is not a positive number).
+    pub fn calibrate(&mut self, gap: f64) {
+        self.since = 0.0;
+        let ratio = self.last / gap;
+        if ratio.is_finite() && ratio > 0.0 {
+            self.ratio = ratio;
+        }
+    }
+
+    /// After a certificate that found the gap `gap` of the problem solved, the fit aiming at
+    /// `goal` ([`goal`]): calibrates, and sets the target to the estimate that predicts `goal`
+    /// (half of `gap` when a check failed although `gap` met the goal, which happens when the
+    /// Lasso reduction's certificate adds to the solved gap).
+    pub fn aim(&mut self, gap: f64, goal: f64) {
+        self.calibrate(gap);
+        self.aim_at(if gap <= goal { 0.5 * gap } else { goal });
+    }
+
+    /// Sets the target to the estimate that predicts the gap `gap` (an inner solve's target).
+    pub fn aim_at(&mut self, gap: f64) {
+        self.target = self.ratio * gap;
+    }
+}
+
+/// The gap at which a fit with certificate `c` counts its problem as solved: `tol D`, at most
+/// the final `tol P` as `P >= P* >= D` (a target `tol P` taken early, when `P` is still high,
+/// lets checks come too early); but at least `tol P / 2`, which bounds the extra solving while
+/// `D` is far below `P` (the first checks) or not positive.
+pub(crate) fn goal(tol: f64, c: &Certificate) -> f64 {
+    tol * c.dual.max(0.5 * c.primal)
 }
 
 /// The fit-wide epoch and time budget, shared by every [`drive`] call of one fit.
@@ -156,9 +272,9 @@ impl Run {
 
 /// Run passes of `solver` in `order` (a scratch buffer holding `solver.active()`) until `check`
 /// stops it, `budget` or `clock` runs out. `check` runs every `check_every` passes (for a
-/// solver that shrinks: when it has [`Coordinate::settled`]), after the last pass when
-/// `check_last`, and always when time is up. Rows a pass drops leave the permutation (the tail
-/// of `order`) until the solver settles.
+/// solver with a running estimate: those where it has [`Coordinate::settled`]), after the last
+/// pass when `check_last`, and always when time is up. Rows a pass drops leave the permutation
+/// (the tail of `order`) until a check is due.
 pub(crate) fn drive<S: Coordinate>(
     solver: &mut S,
     order: &mut [u32],
@@ -173,26 +289,7 @@ pub(crate) fn drive<S: Coordinate>(
     let mut kept = order.len();
     // Full passes add exactly 1.0, so without shrinking this is `run.epochs < max`.
     while run.work < max as f64 {
-        let order_kept = &mut order[..kept];
-        match sampling {
-            Sampling::Permutation => order_kept.shuffle(rng),
-            Sampling::Uniform => {
-                let active = solver.active();
-                for slot in order_kept.iter_mut() {
-                    *slot = active[rng.random_range(0..active.len())];
-                }
-            }
-            // Drawn from the gaps stored at the epoch's start; the pass keeps storing fresh ones.
-            Sampling::Gap => {
-                let (active, gaps) = (solver.active(), solver.gaps());
-                for slot in order_kept.iter_mut() {
-                    *slot = match gaps {
-                        Some(gaps) => active[gaps.draw(rng)],
-                        None => active[rng.random_range(0..active.len())],
-                    };
-                }
-            }
-        }
+        draw(solver, &mut order[..kept], sampling, rng);
         // A solver without coordinates (Pdprox's full passes) gets an empty order; a pass over
         // no kept row still counts one row, so the budget always advances.
         let share = if order.is_empty() { 1.0 } else { kept.max(1) as f64 / order.len() as f64 };
@@ -201,15 +298,14 @@ pub(crate) fn drive<S: Coordinate>(
         run.work += share;
         clock.add_pass(share);
         let out_of_time = clock.out_of_time();
+        let scheduled = run.epochs.is_multiple_of(budget.check_every);
         let due = match solver.settled() {
-            Some(settled) => {
-                if settled {
-                    kept = order.len();
-                }
-                settled
-            }
-            None => run.epochs.is_multiple_of(budget.check_every),
+            Some(settled) => settled && scheduled,
+            None => scheduled,
         };
+        if due {
+            kept = order.len();
+        }
         run.checked_last = due || (run.work >= max as f64 && budget.check_last) || out_of_time;
         if run.checked_last {
             if let Verdict::Stop = check(solver) {
@@ -223,6 +319,35 @@ pub(crate) fn drive<S: Coordinate>(
         }
     }
     run
+}
+
+/// Fills `order` (the rows a pass keeps) with the next pass's rows: a fresh permutation of them,
+/// or as many draws from `solver.active()` (uniform, or by the stored gaps).
+pub(crate) fn draw<S: Coordinate>(
+    solver: &S,
+    order: &mut [u32],
+    sampling: Sampling,
+    rng: &mut Xoshiro256PlusPlus,
+) {
+    match sampling {
+        Sampling::Permutation => order.shuffle(rng),
+        Sampling::Uniform => {
+            let active = solver.active();
+            for slot in order.iter_mut() {
+                *slot = active[rng.random_range(0..active.len())];
+            }
+        }
+        // Drawn from the gaps stored at the epoch's start; the pass keeps storing fresh ones.
+        Sampling::Gap => {
+            let (active, gaps) = (solver.active(), solver.gaps());
+            for slot in order.iter_mut() {
+                *slot = match gaps {
+                    Some(gaps) => active[gaps.draw(rng)],
+                    None => active[rng.random_range(0..active.len())],
+                };
+            }
+        }
+    }
 }
 
 /// Turns a certified statement about the solved problem into the original problem's

@@ -25,6 +25,7 @@ mod cocoa;
 mod driver;
 pub mod lasso;
 pub mod newton;
+mod parallel;
 pub mod path;
 pub mod pdprox;
 mod problem;
@@ -38,7 +39,7 @@ use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub use cocoa::{local_round, Aggregation, Coordinator, LocalRound, RoundSpec};
-pub(crate) use driver::{drive, meets, Budget, Clock, Coordinate, End, Judge, Verdict};
+pub(crate) use driver::{drive, goal, meets, Budget, Clock, Coordinate, End, Estimate, Judge, Verdict};
 pub use path::{fit_path, Path, PathConfig, PathParams, Penalty, ZeroModel};
 pub use problem::Problem;
 pub(crate) use result::Outcome;
@@ -201,6 +202,8 @@ fn dual<D: Rows, L: BlockLoss>(ctx: &mut Context<'_, '_, D, L>, w: Vec<f64>) -> 
         } else {
             Ok(out)
         }
+    } else if let Some(k) = parallel::partitions(ctx) {
+        parallel::run(ctx, start, k)
     } else {
         sdca::run(ctx, start)
     }

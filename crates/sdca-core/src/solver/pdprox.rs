@@ -461,18 +461,21 @@ mod tests {
     use crate::solver::testing::toy;
     use crate::solver::{FitResult, Status};
 
-    /// `P(v)` with an L1 penalty (no L2) at `v = (w, w_bias)`, sample weights `s`.
-    #[allow(clippy::too_many_arguments)]
-    fn objective(
-        x: &[f64],
-        y: &[f64],
-        s: &[f64],
+    /// A box-linear loss plus L1 (no L2) on dense `n x d` rows `x`, labels `y`, sample weights
+    /// `s`, an intercept feature of value `bias` (0: none).
+    struct L1Problem<'a> {
+        x: &'a [f64],
+        y: &'a [f64],
+        s: &'a [f64],
         d: usize,
         loss: LossKind,
         l1: f64,
         bias: f64,
-        v: &[f64],
-    ) -> f64 {
+    }
+
+    /// `P(v)` at `v = (w, w_bias)`.
+    fn objective(p: &L1Problem<'_>, v: &[f64]) -> f64 {
+        let L1Problem { x, y, s, d, loss, l1, bias } = *p;
         let n = y.len();
         let phi = |a: f64, y: f64| with_scalar_loss!(loss, |l| Loss::value(&l, a, y), multiclass => f64::NAN);
         let b = if bias > 0.0 { bias * v[d] } else { 0.0 };
@@ -486,7 +489,8 @@ mod tests {
     /// the arrangement of its kink hyperplanes (`x~_i . v = kink` of each row, `v_j = 0` of each
     /// feature). Every `m`-subset (`m` unknowns) is solved by Gaussian elimination; the least
     /// `P` over the non-singular ones is `P*`, up to rounding.
-    fn exact_l1(x: &[f64], y: &[f64], s: &[f64], d: usize, loss: LossKind, l1: f64, bias: f64) -> f64 {
+    fn exact_l1(p: &L1Problem<'_>) -> f64 {
+        let L1Problem { x, y, d, loss, bias, .. } = *p;
         let m = d + usize::from(bias > 0.0);
         let mut planes: Vec<(Vec<f64>, f64)> = Vec::new();
         for (i, &yi) in y.iter().enumerate() {
@@ -543,7 +547,7 @@ mod tests {
                 }
             }
             let v: Vec<f64> = (0..m).map(|c| a[c][m] / a[c][c]).collect();
-            best = best.min(objective(x, y, s, d, loss, l1, bias, &v));
+            best = best.min(objective(p, &v));
         });
         best
     }
@@ -594,7 +598,8 @@ mod tests {
                 let (_, x, y) = fit_toy(n, d, p.clone());
                 let bias = cfg.intercept_scaling;
                 let sw = s.unwrap_or(&ones);
-                let exact = exact_l1(&x, &y, sw, d, cfg.loss, l1, bias);
+                let problem = L1Problem { x: &x, y: &y, s: sw, d, loss: cfg.loss, l1, bias };
+                let exact = exact_l1(&problem);
                 for variant in ["dual", "primal"] {
                     for output in ["last", "average"] {
                         for max_epochs in [3, 40, 200_000] {
@@ -614,7 +619,7 @@ mod tests {
                             );
                             let mut v = r.coef.clone();
                             v.push(if bias > 0.0 { r.intercept[0] / bias } else { 0.0 });
-                            let at = objective(&x, &y, sw, d, cfg.loss, l1, bias, &v);
+                            let at = objective(&problem, &v);
                             assert!((at - c.primal).abs() <= 1e-12 * at.max(1.0), "{what}: P {at} vs {c:?}");
                             assert!(c.gap >= 0.0, "{what}: {c:?}");
                             assert!(c.primal - exact >= -1e-12, "{what}: below the optimum {exact}: {c:?}");

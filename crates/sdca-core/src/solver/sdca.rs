@@ -24,7 +24,7 @@
 //! every certificate to remove rounding drift.
 
 use super::shrink::{self, Shrinking};
-use super::{drive, Budget, Context, Coordinate, Judge, Outcome, Problem, Start, Verdict};
+use super::{drive, goal, Budget, Context, Coordinate, Estimate, Judge, Outcome, Problem, Start, Verdict};
 use crate::config::{Sampling, GAP_NON_UNIFORM};
 use crate::data::Rows;
 use crate::error::Result;
@@ -92,6 +92,8 @@ pub(crate) struct State<'p, 'a, D: Rows, L: BlockLoss, R: Reg> {
     gaps: Option<RowGaps>,
     /// Shrinking only ([`State::shrinking`]).
     shrink: Option<Shrinking>,
+    /// The running gap estimate ([`State::estimating`]).
+    pub estimate: Option<Estimate>,
 }
 
 /// The stored weighted block gaps of the active rows (sampler slots follow `active`).
@@ -139,6 +141,7 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
             step: vec![0.0; k],
             gaps: None,
             shrink: None,
+            estimate: None,
         };
         state.rebuild();
         state.refresh_w();
@@ -158,9 +161,17 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
 
     /// Drops rows at a vertex of their dual box from the passes while their slope points out
     /// of it (liblinear's shrinking, [`super::shrink`]); the loss must have
-    /// [`crate::loss::Loss::dual_slopes`] and the passes must be permutations.
+    /// [`crate::loss::Loss::dual_slopes`] and the passes must be permutations. Shrinking brings
+    /// the rows back on the running estimate, which it turns on ([`State::estimating`]).
     pub fn shrinking(mut self) -> Self {
         self.shrink = Some(Shrinking::new());
+        self.estimating()
+    }
+
+    /// Keeps a running estimate of the gap ([`Estimate`]) during the passes, so that the driver
+    /// checks only when it may meet its target ([`Coordinate::settled`]).
+    pub fn estimating(mut self) -> Self {
+        self.estimate = Some(Estimate::new());
         self
     }
 
@@ -185,7 +196,7 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
     }
 
     /// `out = sum_i s_i x_i alpha_i^T` (same layout as `v`, last row: intercept feature); one pass.
-    fn dual_sum(&self, out: &mut [f64]) {
+    pub fn dual_sum(&self, out: &mut [f64]) {
         let p = self.problem;
         let (x, d, k) = (p.x, p.x.n_cols(), self.width());
         out.iter_mut().for_each(|o| *o = 0.0);
@@ -247,10 +258,43 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
         self.v.clone()
     }
 
+    /// Moves the state's primal point to `w` (feature-major, same layout as `v`) at the current
+    /// duals, like [`State::center_at`] but on a state that may already have a shift: `v = w l2
+    /// n`, `shift = v - own`, where `own` is the dual sum `sum_i s_i x_i alpha_i^T` when given
+    /// (fresh from [`State::dual_sum`]) and else the running one, `v - shift`. O(d k), no pass
+    /// over the rows: each round of a parallel fit ([`super::parallel`]) starts this way.
+    pub fn recenter(&mut self, w: &[f64], own: Option<&[f64]>) {
+        if self.shift.is_empty() {
+            self.shift = vec![0.0; self.v.len()];
+        }
+        for (j, ((vj, zj), &wj)) in self.v.iter_mut().zip(self.shift.iter_mut()).zip(w).enumerate() {
+            let sum = own.map_or(*vj - *zj, |o| o[j]);
+            *vj = wj / self.scale;
+            *zj = *vj - sum;
+        }
+        self.refresh_w();
+    }
+
+    /// The unscaled dual sum `v` (shift included) as it stands, borrowed.
+    pub fn point(&self) -> &[f64] {
+        &self.v
+    }
+
     /// Rebuilds `v` and `w` from `alpha` and makes one read-only pass at `w`.
     pub fn evaluate(&mut self) -> Eval {
         self.rebuild();
         self.refresh_w();
+        let w = std::mem::take(&mut self.w);
+        let [loss_sum, conj_sum, gap_sum] = self.sums_at(&w);
+        self.w = w;
+        let nf = self.problem.n() as f64;
+        Eval { loss: loss_sum / nf, conj: conj_sum / nf, gap: (gap_sum / nf).max(0.0) }
+    }
+
+    /// One read-only pass at the model `w` (same layout as `v`; any model, not only the
+    /// state's): the weighted sums over the rows of `phi(x_i . w + b)`, `phi*(-alpha_i)` and the
+    /// block gaps, which also refresh the stored gaps of gap sampling.
+    pub fn sums_at(&mut self, w: &[f64]) -> [f64; 3] {
         let p = self.problem;
         let (n, k) = (p.n(), self.width());
         let (mut loss_sum, mut conj_sum, mut gap_sum) = (0.0, 0.0, 0.0);
@@ -260,7 +304,7 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
                 continue;
             }
             let scores = &mut self.scores[..k];
-            scores_into(p.x, i, &self.w, self.bias, scores);
+            scores_into(p.x, i, w, self.bias, scores);
             let (y, al) = (p.y[i], &self.alpha[i * k..(i + 1) * k]);
             loss_sum += s * self.loss.value(scores, y);
             conj_sum += s * self.loss.conj_neg(al, y);
@@ -272,8 +316,7 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
                 _ => {}
             }
         }
-        let nf = n as f64;
-        Eval { loss: loss_sum / nf, conj: conj_sum / nf, gap: (gap_sum / nf).max(0.0) }
+        [loss_sum, conj_sum, gap_sum]
     }
 
     /// Primal and dual values of this state's own problem at the last evaluation:
@@ -323,6 +366,11 @@ pub(crate) fn scores_into<D: Rows>(x: &D, i: usize, w: &[f64], bias: f64, out: &
     }
 }
 
+/// Rows ahead of the current one whose data a pass prefetches (measured on CoNLL-2003 tokens,
+/// random rows of a 29 MB CSR matrix: a dot product and an update cost 38 ns per non-zero
+/// without, 13 ns with, 3 ns in sequential order).
+const PREFETCH_AHEAD: usize = 2;
+
 impl<D: Rows, L: BlockLoss, R: Reg> Coordinate for State<'_, '_, D, L, R> {
     fn active(&self) -> &[u32] {
         &self.active
@@ -340,6 +388,14 @@ impl<D: Rows, L: BlockLoss, R: Reg> Coordinate for State<'_, '_, D, L, R> {
         let mut kept = order.len();
         let mut at = 0;
         while at < kept {
+            // Random rows of a large matrix miss every cache: fetch the rows a few steps ahead
+            // (their offsets first, then their entries) while this one is computed.
+            if let Some(&far) = order[..kept].get(at + 2 * PREFETCH_AHEAD) {
+                x.prefetch_offsets(far as usize);
+            }
+            if let Some(&near) = order[..kept].get(at + PREFETCH_AHEAD) {
+                x.prefetch_row(near as usize);
+            }
             let i = order[at] as usize;
             let y = self.problem.y[i];
             let s = self.problem.weight(i);
@@ -354,7 +410,7 @@ impl<D: Rows, L: BlockLoss, R: Reg> Coordinate for State<'_, '_, D, L, R> {
                 g.sampler.set_gap(slot, s * self.loss.block_gap(old, scores, y));
             }
             if let (Some(sh), Some(slopes)) = (&mut self.shrink, self.loss.dual_slopes(old, y)) {
-                if sh.drops(slopes, scores[0], s * self.loss.block_gap(old, scores, y)) {
+                if sh.drops(slopes, scores[0]) {
                     // liblinear's swap: the row leaves for the tail, and the unvisited row
                     // from there is visited next.
                     kept -= 1;
@@ -362,7 +418,10 @@ impl<D: Rows, L: BlockLoss, R: Reg> Coordinate for State<'_, '_, D, L, R> {
                     continue;
                 }
             }
-            self.loss.dual_step(old, scores, y, self.q[i], step);
+            match &mut self.estimate {
+                Some(e) => e.add(s * self.loss.dual_step_gap(old, scores, y, self.q[i], step)),
+                None => self.loss.dual_step(old, scores, y, self.q[i], step),
+            }
             // The dual change, scaled by the weight, reuses the scores' buffer.
             let mut moved = false;
             for ((t, o), &n) in scores.iter_mut().zip(old.iter_mut()).zip(step.iter()) {
@@ -386,7 +445,7 @@ impl<D: Rows, L: BlockLoss, R: Reg> Coordinate for State<'_, '_, D, L, R> {
 
     fn settled(&mut self) -> Option<bool> {
         let n = self.problem.n();
-        self.shrink.as_mut().map(|sh| sh.settled(n))
+        self.estimate.as_mut().map(|e| e.settled(n))
     }
 }
 
@@ -419,12 +478,14 @@ fn run_linked<D: Rows, L: BlockLoss, R: Reg>(
     let cfg = ctx.cfg;
     let objective = Objective { l2: ctx.l2, l1: cfg.l1, bias: ctx.bias() };
     let mut state = State::new(ctx.problem, ctx.loss, reg, objective, &ctx.row_sq, start.alpha)?;
-    if cfg.sampling == Sampling::Gap {
-        state = state.sample_by_gaps();
-    }
-    if shrink::applies(cfg) {
-        state = state.shrinking();
-    }
+    // Gap sampling checks on the `check_every` schedule: its certificates also refresh the
+    // stored gaps it draws from (with rare refreshes the settled rows it stops drawing go
+    // stale: 1,027 epochs instead of 247 on the hinge test below).
+    state = match cfg.sampling {
+        Sampling::Gap => state.sample_by_gaps(),
+        _ if shrink::applies(cfg) => state.shrinking(),
+        _ => state.estimating(),
+    };
     let mut order = state.active.clone();
     let mut gap_trace = Vec::new();
     let mut last = None;
@@ -434,8 +495,8 @@ fn run_linked<D: Rows, L: BlockLoss, R: Reg>(
         let (c, solved_gap) = certify(st, judge);
         gap_trace.push(c.gap);
         last = Some((c, solved_gap));
-        if let Some(sh) = &mut st.shrink {
-            sh.aim(solved_gap, shrink::goal(cfg.tol, &c));
+        if let Some(e) = &mut st.estimate {
+            e.aim(solved_gap, goal(cfg.tol, &c));
         }
         if judge.met(&c) {
             Verdict::Stop
@@ -530,6 +591,87 @@ mod tests {
             if loss == "hinge" {
                 // Most hinge rows settle early; their zero gaps stop drawing visits (382 vs 247).
                 assert!(epochs[1] < epochs[0], "{epochs:?}");
+            }
+        }
+    }
+
+    /// The primal and dual of DESIGN.md section 3 recomputed from scratch for a scalar loss:
+    /// `P` at the returned model, `D` at the returned duals through their own model
+    /// `w(alpha) = link(sum_i s_i alpha_i x_i / (l2 n))` (intercept feature of value 1, not
+    /// thresholded), with no state of the solver.
+    fn recomputed(
+        x: &[f64],
+        y: &[f64],
+        d: usize,
+        cfg: &crate::FitConfig,
+        r: &crate::FitResult,
+    ) -> (f64, f64) {
+        use crate::loss::Loss;
+        let n = y.len();
+        let nf = n as f64;
+        let (l2, l1) = (cfg.l2, cfg.l1);
+        let w_alpha: Vec<f64> = (0..=d)
+            .map(|j| {
+                let u: f64 = (0..n).map(|i| r.alpha[i] * if j < d { x[i * d + j] } else { 1.0 }).sum::<f64>();
+                let u = u / (l2 * nf);
+                if j < d {
+                    crate::reg::soft_threshold(u, l1 / l2)
+                } else {
+                    u
+                }
+            })
+            .collect();
+        crate::loss::with_scalar_loss!(cfg.loss, |loss| {
+            let score = |i: usize| (0..d).map(|j| x[i * d + j] * r.coef[j]).sum::<f64>() + r.intercept[0];
+            let model: Vec<f64> = r.coef.iter().chain(&r.intercept).copied().collect();
+            let sq = |w: &[f64]| w.iter().map(|v| v * v).sum::<f64>();
+            let primal = (0..n).map(|i| Loss::value(&loss, score(i), y[i])).sum::<f64>() / nf
+                + 0.5 * l2 * sq(&model)
+                + l1 * r.coef.iter().map(|v| v.abs()).sum::<f64>();
+            let conj = (0..n).map(|i| Loss::conj_neg(&loss, r.alpha[i], y[i])).sum::<f64>() / nf;
+            (primal, -conj - 0.5 * l2 * sq(&w_alpha))
+        }, multiclass => unreachable!())
+    }
+
+    /// The certificate runs only when the running gap estimate says `tol` may be met, but the
+    /// one returned is always exact: its primal and dual equal the objective and the dual
+    /// recomputed from scratch at the returned model and duals, and its gap bounds the true
+    /// suboptimality (against a fit to 1e-13). Smooth losses converge linearly, so the
+    /// estimate's calibration spares most certificates (one per pass before).
+    #[test]
+    fn estimated_checks_certify_exact_gaps() {
+        let (n, d) = (300, 6);
+        for (loss, l2, l1, tol) in [
+            ("logistic", 1e-3, 0.0, 1e-8),
+            ("logistic", 1e-2, 1e-3, 1e-6),
+            ("squared", 1e-3, 0.0, 1e-9),
+            ("smooth_hinge", 1e-3, 1e-4, 1e-8),
+            ("squared_hinge", 1e-2, 0.0, 1e-10),
+            ("hinge", 1e-2, 0.0, 1e-6),
+            ("absolute", 1e-2, 0.0, 1e-5),
+        ] {
+            let (x, y) = toy(n, d, !["squared", "absolute"].contains(&loss));
+            let view = DenseView::new(&x, n, d).unwrap();
+            let base = FitParams { loss: loss.into(), l2, l1, solver: "sdca".into(), ..params(loss) };
+            let at = |tol: f64| {
+                let cfg = FitParams { tol, max_epochs: 100_000, ..base.clone() }.check().unwrap();
+                let r = fit(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg).unwrap();
+                (cfg, r)
+            };
+            let (cfg, r) = at(tol);
+            let (_, best) = at(1e-13);
+            let c = r.certificate;
+            let (primal, dual) = recomputed(&x, &y, d, &cfg, &r);
+            let case = format!("{loss} l1={l1}: {c:?} vs recomputed ({primal}, {dual}), {} epochs", r.epochs);
+            assert_eq!(r.status, Status::Converged, "{case}");
+            assert!((c.primal - primal).abs() <= 1e-13 * primal.abs().max(1.0), "{case}");
+            assert!((c.dual - dual).abs() <= 1e-13 * primal.abs().max(1.0), "{case}");
+            assert!(c.gap <= tol * c.primal, "{case}");
+            let p_star = best.certificate.primal - best.certificate.gap;
+            assert!(c.gap >= primal - best.certificate.primal - 1e-15, "{case}: below P - P*");
+            assert!(primal - p_star <= c.gap + 1e-15, "{case}");
+            if ["logistic", "squared", "smooth_hinge", "squared_hinge"].contains(&loss) && r.epochs > 4 {
+                assert!(r.gap_trace.len() * 2 <= r.epochs as usize, "{case}: {} checks", r.gap_trace.len());
             }
         }
     }

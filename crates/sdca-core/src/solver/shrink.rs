@@ -25,13 +25,12 @@
 //! When to bring the rows back and certify. liblinear re-activates every row when the spread
 //! `M - m` of the rows kept falls below its `eps`, then stops after a full pass meeting it. Our
 //! stop is the relative duality gap over **all** rows (the certificate, `State::evaluate`), so
-//! the trigger is a gap too: each pass sums the weighted Fenchel-Young gaps of the rows it keeps,
-//! measured before their steps (a dropped row has none when dropped), an estimate of the
-//! duality gap (on CoNLL-2003 within a factor 3 of the certificate's, below it when dropped
-//! rows regain gap). When that estimate meets the target ([`goal`]: about `tol P`; before the first
-//! certificate, at once) every row comes back and the certificate runs, in place of the
-//! `check_every` schedule. A stop is therefore only ever certified on the full problem;
-//! shrinking only changes which rows the passes between two certificates visit.
+//! the trigger is a gap too: the state's running estimate (`super::Estimate`, the weighted
+//! Fenchel-Young gaps of the rows a pass keeps, measured before their steps; a dropped row has
+//! none when dropped; on CoNLL-2003 within a factor 3 of the certificate's, below it when dropped
+//! rows regain gap). When it meets its target every row comes back and the certificate runs. A
+//! stop is therefore only ever certified on the full problem; shrinking only changes which rows
+//! the passes between two certificates visit.
 //!
 //! Unlike liblinear we keep the thresholds when the rows come back: the next pass visits every
 //! row, keeps those whose step moves them (the ones the certificate found wrong) and drops the
@@ -46,7 +45,6 @@
 //! leaves the permutation until the rows come back. Uniform draws visit rows repeatedly or not
 //! at all, and gap sampling already stops drawing rows whose gap is 0, so neither shrinks.
 
-use super::Certificate;
 use crate::config::{FitConfig, Sampling};
 
 /// Whether a plain SDCA fit shrinks: asked for, a permutation per pass, and a loss whose dual
@@ -55,7 +53,7 @@ pub(crate) fn applies(cfg: &FitConfig) -> bool {
     cfg.shrinking && cfg.sampling == Sampling::Permutation && cfg.loss.has_box_linear_dual()
 }
 
-/// The thresholds and the gap estimate of the passes, owned by the state that runs them.
+/// The thresholds of the passes, owned by the state that runs them.
 #[derive(Debug, Clone)]
 pub(crate) struct Shrinking {
     /// `M` of the previous pass: its largest projected slope, or `+inf`.
@@ -66,29 +64,23 @@ pub(crate) struct Shrinking {
     up: f64,
     /// Smallest projected slope of this pass so far.
     down: f64,
-    /// `sum_i s_i (phi + phi* + alpha a)` over the rows kept in this pass, before their steps.
-    visited: f64,
-    /// The mean of `visited` over all `n` rows at which the rows come back and a check is due.
-    target: f64,
 }
 
 impl Shrinking {
-    /// No thresholds yet (the first pass drops nothing) and a check after it.
+    /// No thresholds yet: the first pass drops nothing.
     pub fn new() -> Self {
         Self {
             up_old: f64::INFINITY,
             down_old: f64::NEG_INFINITY,
             up: f64::NEG_INFINITY,
             down: f64::INFINITY,
-            visited: 0.0,
-            target: f64::INFINITY,
         }
     }
 
-    /// A visit to a row with slopes `(up, down)` of `-phi*(-b)` at its dual, score `a` and
-    /// weighted block gap `gap`: whether to drop it (its step would not move it).
+    /// A visit to a row with slopes `(up, down)` of `-phi*(-b)` at its dual and score `a`:
+    /// whether to drop it (its step would not move it).
     #[inline(always)]
-    pub fn drops(&mut self, (up, down): (f64, f64), a: f64, gap: f64) -> bool {
+    pub fn drops(&mut self, (up, down): (f64, f64), a: f64) -> bool {
         let (g_up, g_down) = (up - a, down - a);
         if g_up < self.down_old && g_down > self.up_old {
             return true;
@@ -102,7 +94,6 @@ impl Shrinking {
         };
         self.up = self.up.max(pg);
         self.down = self.down.min(pg);
-        self.visited += gap;
         false
     }
 
@@ -113,30 +104,6 @@ impl Shrinking {
         self.up = f64::NEG_INFINITY;
         self.down = f64::INFINITY;
     }
-
-    /// Whether the last pass's gap estimate, a mean over `n` rows, met the target (then every
-    /// row comes back and the certificate runs); starts the next pass's estimate.
-    pub fn settled(&mut self, n: usize) -> bool {
-        let met = self.visited / n as f64 <= self.target;
-        self.visited = 0.0;
-        met
-    }
-
-    /// Sets the target after a certificate that found the gap `gap` of the problem solved, the
-    /// fit aiming at about `goal` ([`goal`]). A check that failed although `gap` met the goal
-    /// (the Lasso reduction's certificate adds to the solved gap) asks for half of `gap` next.
-    pub fn aim(&mut self, gap: f64, goal: f64) {
-        self.target = if gap <= goal { 0.5 * gap } else { goal };
-    }
-}
-
-/// The gap at which the rows kept count as solved, after a certificate with primal `P` and
-/// dual bound `D`: `tol D`, at most the final `tol P` as `P >= P* >= D` (a target `tol P`
-/// taken early, when `P` is still high, let checks come too early); but at least `tol P / 2`,
-/// which bounds the extra solving while `D` is far below `P` (the first checks) or not
-/// positive.
-pub(crate) fn goal(tol: f64, c: &Certificate) -> f64 {
-    tol * c.dual.max(0.5 * c.primal)
 }
 
 #[cfg(test)]
@@ -205,8 +172,6 @@ mod tests {
             let dist = model(&plain).iter().zip(model(&shrunk)).map(|(a, b)| (a - b).powi(2)).sum::<f64>();
             let radius = (2.0 * cp.gap / l2).sqrt() + (2.0 * cs.gap / l2).sqrt();
             assert!(dist.sqrt() <= radius, "{case}: distance {} > {radius}", dist.sqrt());
-            // The certificate runs only when the rows kept look solved.
-            assert!(shrunk.gap_trace.len() < plain.gap_trace.len(), "{case}");
         }
     }
 
@@ -252,7 +217,7 @@ mod tests {
             order[..kept].shuffle(&mut rng);
             let before = st.alpha.clone();
             kept = st.pass(&mut order[..kept]);
-            st.settled();
+            Coordinate::settled(&mut st);
             st.refresh_w();
             for &i in &order[kept..] {
                 let i = i as usize;
