@@ -141,6 +141,7 @@ def test_estimator_parameters_match_the_schema() -> None:
         "n_l1": "l1s (an int)",
         "n_l2": "Cs (an int: logspace(-4, 4, Cs))",
         "l2_min_ratio": "Cs",
+        "screening": "the default (on where it applies)",
     }
     for estimator, schema, mine, skipped in (
         (SDCAClassifier, FIT, own, not_taken),

@@ -525,7 +525,8 @@ pub fn fit_path<D: Rows>(problem: &Problem<'_, D>, path: &PathConfig) -> Result<
     let (values, zero) = path.grid(problem)?;
     let d = problem.x.n_cols();
     let mut fits: Vec<FitResult> = Vec::with_capacity(values.len());
-    let (mut screened, mut nnz_visited) = (Vec::with_capacity(values.len()), Vec::with_capacity(values.len()));
+    let (mut screened, mut nnz_visited) =
+        (Vec::with_capacity(values.len()), Vec::with_capacity(values.len()));
     let mut columns: Option<screen::Columns> = None;
     let mut total: Option<u64> = None;
     let zero_coef = vec![0.0; d];
@@ -541,7 +542,9 @@ pub fn fit_path<D: Rows>(problem: &Problem<'_, D>, path: &PathConfig) -> Result<
         let warm = fits.last().map(Warm::from);
         let (mut fit, left_out, visited) = match (&zero, from) {
             (Some(z), _) if at_zero => (z.fit_result(problem, &cfg)?, d, 0),
-            (_, Some((coef, intercept))) if path.screening && screen::applies(&cfg) && problem.n_outputs == 1 => {
+            (_, Some((coef, intercept)))
+                if path.screening && screen::applies(&cfg) && problem.n_outputs == 1 =>
+            {
                 let cols = columns.get_or_insert_with(|| screen::Columns::of(problem));
                 let full: u64 = cols.nnz.iter().sum();
                 let proven = screen::gap_safe(problem, &cfg, &cols.norms, coef, intercept)?;
@@ -577,11 +580,13 @@ pub fn fit_path<D: Rows>(problem: &Problem<'_, D>, path: &PathConfig) -> Result<
 /// Stored entries of the whole matrix (every entry of a dense row counts).
 fn nnz_total<D: Rows>(problem: &Problem<'_, D>) -> u64 {
     let x = problem.x;
-    (0..x.n_rows()).map(|i| {
-        let mut c = 0u64;
-        x.for_each_nz(i, |_, _| c += 1);
-        c
-    }).sum()
+    (0..x.n_rows())
+        .map(|i| {
+            let mut c = 0u64;
+            x.for_each_nz(i, |_, _| c += 1);
+            c
+        })
+        .sum()
 }
 
 #[cfg(test)]
