@@ -474,8 +474,27 @@ def group_solvers(p: GroupProblem, loss: Loss, l2: float) -> dict[str, Solver]:
             "max_relative_gap": float((m["gap"] / m["primal"]).max()),  # type: ignore[arg-type]
         }
 
+    def sdca_batch(tol: float | None) -> Callable[[], pl.DataFrame]:
+        from polars_sdca import fit_groups
+
+        expr = fit_groups(
+            label,
+            p.features,
+            by="g",
+            loss=loss,
+            l2=l2,
+            tol=tol if tol is not None else 1e-6,
+            fit_intercept=False,
+            max_epochs=SDCA_MAX_EPOCHS,
+        )
+        return lambda: p.df.select(expr).unnest(label).rename({label: "model"})
+
     solvers = {
         "polars-sdca": Solver("polars-sdca", sdca, sdca_coef, sdca_info, "relative duality gap"),
+        # The same fits from one plugin call (no per-group Arrow import / export).
+        "polars-sdca-fit-groups": Solver(
+            "polars-sdca fit_groups", sdca_batch, sdca_coef, sdca_info, "relative duality gap"
+        ),
     }
     if loss == "logistic":
 

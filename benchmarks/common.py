@@ -455,6 +455,11 @@ def _git(*args: str) -> str:
     return out.stdout.strip() if out.returncode == 0 else ""
 
 
+def dirty_tree() -> bool:
+    """Whether tracked files differ from the commit (results must name a clean commit)."""
+    return bool(_git("status", "--porcelain", "--untracked-files=no"))
+
+
 def machine_info(seed: int) -> dict[str, Any]:
     """Describe the machine, the versions and the thread settings of this run."""
     import polars as pl
@@ -462,7 +467,7 @@ def machine_info(seed: int) -> dict[str, Any]:
     import polars_sdca
 
     commit = _git("rev-parse", "--short", "HEAD")
-    dirty = bool(_git("status", "--porcelain", "--untracked-files=no"))
+    dirty = dirty_tree()
     lib = sorted(Path(polars_sdca.__file__).parent.glob("_internal*.so"))
     return {
         "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),

@@ -50,6 +50,7 @@ from common import (
     Calibration,
     Loss,
     calibrate,
+    dirty_tree,
     machine_info,
     measure_peak_rss,
     primal_objective,
@@ -60,7 +61,7 @@ from common import (
     worst,
 )
 from optima import group_reference, logistic_newton, sparse_reference
-from report import write_plots, write_results_md
+from report import update_readme, write_plots, write_results_md
 
 import polars_sdca as ps
 
@@ -241,7 +242,7 @@ def run_group_case(p: GroupProblem, loss: Loss, l2: float, args: argparse.Namesp
             }
             return float(np.nansum(obj)), worst(sub), info
 
-        if key == "polars-sdca":
+        if key.startswith("polars-sdca"):
             ladder: list[float | None] = list(tol_ladder(1e-2, 1e-10, per_decade=1))
         elif loss == "logistic":
             ladder = list(tol_ladder(1e-2, 1e-8, per_decade=1))
@@ -440,6 +441,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
     ap.add_argument("--cases", default=",".join(ALL_CASES), help=f"comma-separated subset of {ALL_CASES}")
     ap.add_argument("--no-rss", action="store_true", help="skip the peak-RSS subprocesses")
     ap.add_argument("--no-sweep", action="store_true", help="skip the l2 sweep of the group case")
+    ap.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="write only benchmarks/out/ (allowed on a dirty tree); results.md and the README "
+        "need a clean commit",
+    )
     ap.add_argument("--rss-worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.repeat is None:
@@ -460,6 +467,9 @@ def main(argv: list[str] | None = None) -> int:
     args = parse_args(argv)
     if args.rss_worker is not None:
         return rss_worker(json.loads(args.rss_worker))
+    if not args.dry_run and dirty_tree():
+        log("the tree has uncommitted changes: commit first (results name their commit), or pass --dry-run")
+        return 2
     OUT.mkdir(exist_ok=True)
     mode = "quick" if args.quick else "full"
     results: dict[str, Any] = {
@@ -493,9 +503,15 @@ def main(argv: list[str] | None = None) -> int:
     results["elapsed_s"] = time.perf_counter() - START
     raw = OUT / f"results-{mode}.json"
     raw.write_text(json.dumps(results, indent=1, default=float))
+    if args.dry_run:
+        log(f"wrote {raw} (dry run: results.md and the README unchanged)")
+        return 0
     plots = write_plots(results, HERE)
     write_results_md(results, HERE / "results.md", plots)
     log(f"wrote {raw}, {HERE / 'results.md'} and {', '.join(p.name for p in plots)}")
+    if mode == "full":
+        update_readme(results, HERE, HERE.parent / "README.md")
+        log("rewrote the README's benchmark table")
     return 0
 
 

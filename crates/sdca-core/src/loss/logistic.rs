@@ -17,7 +17,7 @@
 //! of one more `exp`. Near the optimum, where the logits move little between epochs, a step is
 //! one `ln` and one `exp` (before: one `ln` and about five `exp`).
 
-use super::Loss;
+use super::{Loss, Matched};
 use crate::math::xlogx;
 
 /// `phi(m) = log(1 + exp(-m))`; dual `b = alpha y in [0, 1]`,
@@ -149,6 +149,23 @@ impl Loss for Logistic {
         let e = (-a.abs()).exp();
         e / ((1.0 + e) * (1.0 + e))
     }
+    /// All four terms from `e = exp(-|m|)` and `l = ln(1 + e)` at the margin `m = y a`:
+    /// `phi = max(-m, 0) + l`; `b = sigma(-m)` and `1 - b = sigma(m)` each from `e` without a
+    /// subtraction; `ln b = -(max(m, 0) + l)` and `ln(1 - b) = -phi`, so the conjugate
+    /// `b ln b + (1 - b) ln(1 - b)` needs no further logarithm (and keeps the digits of a tiny
+    /// `b` or `1 - b`); the curvature is `b (1 - b)`.
+    #[inline]
+    fn matched(&self, a: f64, y: f64) -> Matched {
+        let m = y * a;
+        let e = (-m.abs()).exp();
+        let l = e.ln_1p();
+        let (b, c) =
+            if m >= 0.0 { (e / (1.0 + e), 1.0 / (1.0 + e)) } else { (1.0 / (1.0 + e), e / (1.0 + e)) };
+        let value = (-m).max(0.0) + l;
+        let conj = -(b * (m.max(0.0) + l) + c * value);
+        let alpha = y * b;
+        Matched { alpha, value, gap: value + conj + alpha * a, curvature: b * c }
+    }
 }
 
 #[cfg(test)]
@@ -168,6 +185,30 @@ mod tests {
                 let d = Logistic.dual_step(0.0, a, y, 1e-8);
                 assert!(d.is_finite() && (0.0..=1.0).contains(&(d * y)));
                 assert!(Logistic.block_gap(d, a, y).is_finite() || a.abs() > 1e200);
+            }
+        }
+    }
+
+    /// The one-`exp` terms equal the separate pieces (`dual_of`, `value`, `curvature`) to
+    /// rounding, far into both tails, and their Fenchel-Young gap is zero (so the conjugate
+    /// is `conj_neg`'s).
+    #[test]
+    fn matched_terms_equal_the_separate_pieces() {
+        for a in [-1e300, -800.0, -40.0, -3.0, -1e-9, 0.0, 1e-9, 0.7, 25.0, 745.0, 1e300] {
+            for y in [-1.0, 1.0] {
+                let m = Logistic.matched(a, y);
+                let alpha = Logistic.dual_of(a, y);
+                let close = |u: f64, v: f64| (u - v).abs() <= 4.0 * f64::EPSILON * u.abs().max(v.abs());
+                assert!(close(m.alpha, alpha), "alpha {a} {y}: {m:?}");
+                assert!(close(m.value, Logistic.value(a, y)), "value {a} {y}: {m:?}");
+                assert!(close(m.curvature, Logistic.curvature(a, y)), "curvature {a} {y}: {m:?}");
+                // The separate pieces satisfy Fenchel-Young with equality too, so a zero gap
+                // means the same conjugate.
+                assert!(Logistic.block_gap(alpha, a, y).abs() <= 1e-15 * (1.0 + m.value + (alpha * a).abs()));
+                assert!(
+                    m.gap.abs() <= 4.0 * f64::EPSILON * (m.value + (m.alpha * a).abs()),
+                    "gap {a} {y}: {m:?}"
+                );
             }
         }
     }

@@ -121,16 +121,15 @@ impl<D: Rows, L: BlockLoss> Newton<'_, '_, D, L> {
             }
             let y = p.y[i];
             let a = [x.dot(i, &pt.w) + self.bias * pt.w[d]];
-            let mut alpha = [0.0];
-            self.loss.dual_of(&a, y, &mut alpha);
-            pt.alpha[i] = alpha[0];
-            // The row's Fenchel-Young gap (`BlockLoss::block_gap`), sharing `phi(a)` with `P`.
-            let phi = self.loss.value(&a, y);
-            loss_sum += s * phi;
-            fy_sum += s * (phi + self.loss.conj_neg(&alpha, y) + alpha[0] * a[0]);
+            // The matched dual, `phi(a)` (shared with `P`), the row's Fenchel-Young gap and
+            // `phi''(a)` in one call (`Loss::matched`).
+            let row = self.loss.matched(&a, y);
+            pt.alpha[i] = row.alpha;
+            loss_sum += s * row.value;
+            fy_sum += s * row.gap;
             // `grad` holds `-sum_i s_i alpha_i x~_i` (= `sum_i s_i phi'(a_i) x~_i`) for now.
-            let slope = -s * alpha[0];
-            let curve = s * self.loss.curvature(&a, y);
+            let slope = -s * row.alpha;
+            let curve = s * row.curvature;
             self.entries.clear();
             x.for_each_nz(i, |j, v| self.entries.push((j, v)));
             if self.bias > 0.0 {

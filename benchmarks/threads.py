@@ -1,0 +1,142 @@
+"""Issue 16's all-core rows: one linear fit on one thread against the same fit on every core.
+
+Usage (from the repository root, clean tree)::
+
+    python benchmarks/threads.py                  # hinge, logistic, squared, smooth hinge
+    python benchmarks/threads.py --dry-run        # a dirty tree: print, write nothing
+
+The data set is the benchmarks' sparse one (``cases.load_sparse``: CoNLL-2003 training tokens,
+203,621 rows x 94,204 features, labels ``is_entity`` as +-1, the 0/1 value for squared loss),
+``l2 = 1e-4``, no intercept, ``solver="sdca"``. The fits run in the core's ``epoch_cost`` bench
+(``crates/sdca-core/benches/epoch_cost.rs``, built with ``cargo bench``), which reads the CSR
+arrays ``dump_csr.py`` writes: ``n_threads`` is a core option (``FitParams::n_threads``,
+shared-memory CoCoA+ over ``n_threads`` partitions, ``sdca_core::solver`` module ``parallel``),
+not yet a plugin option. Each row: one thread and every core (``os.sched_getaffinity``), each to
+the same certified relative gap ``--tol``, median CPU and wall seconds of ``--reps`` fits after a
+warm-up, passes over the data, checks, and the certified objective.
+
+Writes ``benchmarks/results_threads.md``, naming the commit; refuses a dirty tree unless
+``--dry-run`` (which writes nothing).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import os
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from common import _cpu_model, _git
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+LOSSES = ("hinge", "logistic", "squared", "smooth_hinge")
+LINE = re.compile(
+    r"^fit: cpu (?P<cpu>[\d.]+) s wall (?P<wall>[\d.]+) s, (?P<epochs>\d+) epochs .*?, \S+ (?P<status>\w+), "
+    r"gap (?P<gap>\S+) rel (?P<rel>\S+), primal (?P<primal>\S+), checks (?P<checks>\d+)"
+)
+
+
+def dirty() -> bool:
+    out = subprocess.run(
+        ["git", "status", "--porcelain", "--untracked-files=no"], cwd=ROOT, capture_output=True, text=True
+    )
+    return bool(out.stdout.strip()) or out.returncode != 0
+
+
+def run(data: Path, loss: str, threads: int, args: argparse.Namespace) -> dict[str, Any]:
+    """Median CPU and wall seconds of ``args.reps`` fits (after a warm-up) in the bench."""
+    options = {
+        "data": data,
+        "loss": loss,
+        "l2": args.l2,
+        "tol": args.tol,
+        "solver": "sdca",
+        "n_threads": threads,
+        "reps": args.reps,
+        "max_epochs": args.max_epochs,
+    }
+    cmd = ["cargo", "bench", "-q", "-p", "sdca-core", "--bench", "epoch_cost", "--"]
+    cmd += [f"{k}={v}" for k, v in options.items()]
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True).stdout
+    fits = [m.groupdict() for m in map(LINE.match, out.splitlines()) if m]
+    if not fits:
+        raise SystemExit(f"no fit line in the bench output:\n{out}")
+    return {
+        "loss": loss,
+        "threads": threads,
+        "cpu": statistics.median(float(f["cpu"]) for f in fits),
+        "wall": statistics.median(float(f["wall"]) for f in fits),
+        "epochs": int(fits[-1]["epochs"]),
+        "checks": int(fits[-1]["checks"]),
+        "status": fits[-1]["status"],
+        "rel_gap": float(fits[-1]["rel"]),
+        "primal": float(fits[-1]["primal"]),
+    }
+
+
+def report(rows: list[dict[str, Any]], args: argparse.Namespace, info: dict[str, Any], all_cores: int) -> str:
+    lines = [
+        "# One linear fit on one thread and on every core (issue 16)",
+        "",
+        f"Run {info['date']}: `python benchmarks/threads.py --tol {args.tol}` at commit "
+        f"{info['git_commit']}; {info['cpu']}, {all_cores} usable cores. Median of "
+        f"{args.reps} fits after a warm-up, in the core's `epoch_cost` bench.",
+        "",
+        f"CoNLL-2003 tokens (203,621 x 94,204, sparse), l2 = {args.l2}, no intercept, "
+        f'`solver="sdca"`, each fit to a certified relative gap of {args.tol}. Several threads run '
+        "shared-memory CoCoA+ (one partition per thread, updates added, `sigma' = K`).",
+        "",
+        "| loss | threads | passes | checks | CPU (s) | wall (s) | wall / 1 thread | status | rel. gap | P |",
+        "|---|---:|---:|---:|---:|---:|---:|---|---:|---:|",
+    ]
+    one = {r["loss"]: r for r in rows if r["threads"] == 1}
+    for r in rows:
+        ratio = r["wall"] / one[r["loss"]]["wall"] if one[r["loss"]]["wall"] > 0 else float("nan")
+        lines.append(
+            f"| {r['loss']} | {r['threads']} | {r['epochs']} | {r['checks']} | {r['cpu']:.2f} | "
+            f"{r['wall']:.2f} | {ratio:.2f} | {r['status']} | {r['rel_gap']:.1e} | {r['primal']:.10f} |"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--losses", default=",".join(LOSSES))
+    parser.add_argument("--tol", type=float, default=1e-6)
+    parser.add_argument("--l2", type=float, default=1e-4)
+    parser.add_argument("--reps", type=int, default=5)
+    parser.add_argument("--max-epochs", type=int, default=3000)
+    parser.add_argument("--dry-run", action="store_true", help="print only (allowed on a dirty tree)")
+    args = parser.parse_args()
+    if dirty() and not args.dry_run:
+        raise SystemExit("the working tree has uncommitted changes: commit first, or pass --dry-run")
+    # Not `common.machine_info`: the fits run in the Rust bench, and the plugin need not be built.
+    info = {
+        "date": dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+        "cpu": _cpu_model(),
+        "git_commit": _git("rev-parse", "--short", "HEAD") + ("+dirty" if dirty() else ""),
+    }
+    all_cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
+    with tempfile.TemporaryDirectory() as tmp:
+        data = Path(tmp) / "conll"
+        subprocess.run([sys.executable, str(HERE / "dump_csr.py"), str(data)], cwd=HERE, check=True)
+        rows = [
+            run(data, loss, threads, args)
+            for loss in filter(None, args.losses.split(","))
+            for threads in sorted({1, all_cores})
+        ]
+    body = report(rows, args, info, all_cores)
+    print(body)
+    if not args.dry_run:
+        (HERE / "results_threads.md").write_text(body)
+
+
+if __name__ == "__main__":
+    main()
