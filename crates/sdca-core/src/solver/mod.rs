@@ -24,6 +24,7 @@ pub mod accelerated;
 mod cocoa;
 mod driver;
 pub mod lasso;
+mod multiclass;
 pub mod newton;
 mod parallel;
 pub mod path;
