@@ -31,6 +31,7 @@ pub mod path;
 pub mod pdprox;
 mod problem;
 mod result;
+pub mod screen;
 pub mod sdca;
 mod shrink;
 mod warm;
