@@ -272,3 +272,53 @@ def test_python_dash_m_entry_point(fitted: tuple[Path, Path, pl.DataFrame]) -> N
     assert proc.returncode == 1, proc.stderr
     assert "without a prediction" in proc.stderr
     assert pl.read_parquet(out).height == 60
+
+
+def test_cv_fits_each_group_path_and_predicts(tmp_path: Path) -> None:
+    frame = _groups(3, 60, seed=5)
+    frame.write_parquet(tmp_path / "data.parquet")
+    out = tmp_path / "models.parquet"
+    code, log = run(
+        "fit", "--input", tmp_path / "data.parquet", "--label", "y", "--features", "f1,f2",
+        "--group-by", "entity", "--l2", "1e-3", "--cv", "4", "--l1-grid", "0.1,0.01,0.001",
+        "--scoring", "accuracy", "--output", out,
+    )  # fmt: skip
+    assert code == 0, log
+    models = pl.read_parquet(out).sort("entity")
+    # The same as the expression, group by group: the refit model and the curve.
+    want = (
+        frame.group_by("entity")
+        .agg(ps.fit_cv("y", ["f1", "f2"], l2=1e-3, folds=4, l1=[0.1, 0.01, 0.001], scoring="accuracy"))
+        .sort("entity")
+    )
+    for field in ("mean", "se", "chosen", "values"):
+        assert_series_equal(
+            models["cv"].struct.field(field), want["y"].struct.field(field), check_names=False
+        )
+    assert_series_equal(models["model"], want["y"].struct.field("model"), check_names=False)
+    assert models["cv"].struct.field("scoring").to_list() == ["accuracy"] * 3
+    # predict reads the cross-validated models file as it is.
+    code, log = run(
+        "predict", "--input", tmp_path / "data.parquet", "--models", out, "--features", "f1,f2",
+        "--group-by", "entity", "--output", tmp_path / "p.parquet",
+    )  # fmt: skip
+    assert code == 0, log
+
+
+def test_cv_flags_come_from_the_schema(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from polars_sdca import _internal
+
+    with pytest.raises(SystemExit):
+        main(["fit", "--help"])
+    help_text = capsys.readouterr().out
+    for spec in [*_internal.cv_options(), *_internal.path_options()]:
+        flag = "--cv" if spec["name"] == "folds" else f"--{spec['name'].replace('_', '-')}"
+        assert flag in help_text, flag
+    assert "{auto,log_loss,accuracy,squared_error,absolute_error,hinge}" in help_text.replace("\n", "")
+    # A grid without --cv is refused before anything is read.
+    code, log = run(
+        "fit", "--input", tmp_path / "none.parquet", "--label", "y", "--features", "a",
+        "--l1-grid", "0.1,0.01", "--output", tmp_path / "m.parquet",
+    )  # fmt: skip
+    assert code == 2
+    assert "--l1-grid: grid and cross-validation options need --cv K" in log

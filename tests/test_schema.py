@@ -19,7 +19,7 @@ import pytest
 
 import polars_sdca
 from polars_sdca import _internal, _typing, cli
-from polars_sdca.sklearn import SDCAClassifier, SDCARegressor
+from polars_sdca.sklearn import SDCAClassifier, SDCAClassifierCV, SDCARegressor, SDCARegressorCV
 
 from references import LOSSES
 
@@ -132,15 +132,32 @@ def test_estimator_parameters_match_the_schema() -> None:
         "shrinking": "the default",
         "max_memory": "the expression API",
     }
-    for estimator in (SDCAClassifier, SDCARegressor):
+    # The cross-validated estimators: C replaced by the grid, warm starts along each path.
+    cv_own = (own - {"C", "warm_start"}) | {"Cs", "l1s", "cv"}
+    cv_not_taken = not_taken | {
+        "C": "the grid Cs",
+        "folds": "cv (an int)",
+        "fold_column": "cv (a splitter or (train, test) pairs)",
+        "n_l1": "l1s (an int)",
+        "n_l2": "Cs (an int: logspace(-4, 4, Cs))",
+        "l2_min_ratio": "Cs",
+        "screening": "the default (on where it applies)",
+    }
+    for estimator, schema, mine, skipped in (
+        (SDCAClassifier, FIT, own, not_taken),
+        (SDCARegressor, FIT, own, not_taken),
+        (SDCAClassifierCV, FIT | PATH | CV, cv_own, cv_not_taken),
+        (SDCARegressorCV, FIT | PATH | CV, cv_own, cv_not_taken),
+    ):
         params = inspect.signature(estimator.__init__).parameters
+        assert mine - {"class_weight"} <= set(params), f"{estimator.__name__} lacks {mine - set(params)}"
         for name, p in params.items():
-            if name == "self" or name in own:
+            if name == "self" or name in mine:
                 continue
-            assert name in FIT, f"{estimator.__name__}.{name} is not a schema option"
-            if name != "loss":  # the regressor defaults to "squared"
-                assert p.default == FIT[name]["default"], f"{estimator.__name__}.{name}"
-        missing = set(FIT) - set(params) - set(not_taken)
+            assert name in schema, f"{estimator.__name__}.{name} is not a schema option"
+            if name != "loss":  # the regressors default to "squared"
+                assert p.default == schema[name]["default"], f"{estimator.__name__}.{name}"
+        missing = set(schema) - set(params) - set(skipped)
         assert not missing, f"{estimator.__name__} lacks {missing}"
 
 

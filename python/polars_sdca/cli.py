@@ -16,6 +16,12 @@ coefficients whose ``status`` says why. ``predict`` joins the models back to the
 (or broadcasts the single model of an ungrouped fit) and streams the rows with a prediction
 column to the output.
 
+``--cv K`` (or ``--fold-column``) cross-validates each group's regularization path instead, by
+:func:`polars_sdca.fit_cv`: the grid is ``--l1-grid`` / ``--l2-grid`` (comma-separated values)
+or computed (``--n-l1``, ``--l1-min-ratio``, ``--n-l2``, ...), and each group's row holds the
+refit model in ``model`` (so ``predict`` takes the file as it is) and the held-out curve in
+``cv`` (``values``, ``mean``, ``se``, ``fold_scores``, ``best``, ``chosen``, ``scoring``).
+
 Exit codes: 0 every group was fitted (every row got a prediction); 1 the output was written
 but some groups failed (some rows got no prediction), with a summary on stderr; 2 nothing was
 written: bad arguments, an unreadable input, or a data error under ``--on-error raise``.
@@ -36,7 +42,7 @@ from typing import Any, TextIO
 import polars as pl
 
 from polars_sdca import _internal
-from polars_sdca.functions import fit, fit_groups, predict
+from polars_sdca.functions import fit, fit_cv, fit_groups, predict
 
 __all__ = ["main"]
 
@@ -65,11 +71,18 @@ _SINKS: dict[str, Callable[[pl.LazyFrame, Path], Any]] = {
 _FIT_OPTIONS: dict[str, dict[str, Any]] = {o["name"]: o for o in _internal.fit_options()}
 """The fit options of the core's schema; each one the command line can spell becomes a flag
 (with its help and choices), passed through to :func:`fit` when given."""
+_PATH_OPTIONS: dict[str, dict[str, Any]] = {o["name"]: o for o in _internal.path_options()}
+"""The grid options of the schema (flags of ``--cv`` jobs)."""
+_CV_OPTIONS: dict[str, dict[str, Any]] = {o["name"]: o for o in _internal.cv_options()}
+"""The cross-validation options of the schema (flags of ``--cv`` jobs; ``folds`` is ``--cv``)."""
 _NOT_FLAGS = ("weights", "warm_start", "groups")
 """Options without a flag of the schema's kind: ``--weights`` names the column (a data input),
 and models and per-feature group lists do not fit on a command line."""
-_RENAMED = {"output": "pdprox_output"}
-"""Options whose flag would clash with a flag of the job (``--output`` is the models file)."""
+_RENAMED = {"output": "pdprox_output", "folds": "cv"}
+"""Options whose flag would clash with a flag of the job (``--output`` is the models file), or
+that name the job (``--cv K``: cross-validate with K folds)."""
+_CV = "cv"
+"""The output column of the held-out curve of a ``--cv`` job."""
 
 
 def _dest(name: str) -> str:
@@ -162,25 +175,27 @@ def _fit_groups(
     frame: pl.DataFrame,
     keys: list[str],
     label: str,
-    fit_args: tuple[Any, dict[str, Any]],
+    fit_args: tuple[Any, dict[str, Any], bool],
     batch: int,
     progress: _Progress,
 ) -> pl.DataFrame:
     """One model row per group (keys, then the model in ``_MODEL``), fitted ``batch`` groups at a
-    time by :func:`polars_sdca.fit_groups` (each batch's groups in parallel in one plugin call)."""
-    features, options = fit_args
+    time by :func:`polars_sdca.fit_groups` (each batch's groups in parallel in one plugin call);
+    with ``cv`` the cross-validated refit, and the curve in ``cv``."""
+    features, options, cv = fit_args
     if not keys:
-        out = frame.select(fit(label, features, **options).alias(_MODEL))
+        one = fit_cv if cv else fit
+        out = _split_cv(frame.select(one(label, features, **options).alias(_MODEL)), cv)
         progress.update(1, int(_failed(out[_MODEL]).sum()))
         return out
     ids = frame.select(keys).unique(maintain_order=True).with_row_index(_BATCH)
     ids = ids.with_columns(pl.col(_BATCH) // batch)
     tagged = frame.join(ids, on=keys, how="left", nulls_equal=True, maintain_order="left")
-    expr = fit_groups(label, features, by=keys, **options).alias(_MODEL)
+    expr = fit_groups(label, features, by=keys, kind="cv" if cv else "model", **options).alias(_MODEL)
     done = failed = 0
     results = []
     for part in tagged.partition_by(_BATCH, maintain_order=True, include_key=False):
-        out = part.select(expr).unnest(_MODEL).rename({label: _MODEL})
+        out = _split_cv(part.select(expr).unnest(_MODEL).rename({label: _MODEL}), cv)
         done += out.height
         failed += int(_failed(out[_MODEL]).sum())
         progress.update(done, failed)
@@ -188,13 +203,45 @@ def _fit_groups(
     return pl.concat(results)
 
 
-def _fit_options(args: argparse.Namespace) -> dict[str, Any]:
-    """The fit options given on the command line; the others keep :func:`fit`'s defaults."""
-    given = {name: getattr(args, _dest(name), None) for name in _FIT_OPTIONS if name not in _NOT_FLAGS}
+def _split_cv(out: pl.DataFrame, cv: bool) -> pl.DataFrame:
+    """A ``--cv`` job's rows: the refit model in ``_MODEL``, the rest of the struct in ``cv``."""
+    if not cv:
+        return out
+    fields = [f.name for f in out.schema[_MODEL].fields if f.name != "model"]  # type: ignore[attr-defined]
+    return out.with_columns(
+        pl.struct(pl.col(_MODEL).struct.field(*fields)).alias(_CV),
+        pl.col(_MODEL).struct.field("model").alias(_MODEL),
+    )
+
+
+def _fit_options(args: argparse.Namespace) -> tuple[dict[str, Any], bool]:
+    """The fit options given on the command line (the others keep :func:`fit`'s defaults), and
+    whether the job cross-validates (``--cv`` or ``--fold-column``)."""
+    cv = args.cv is not None or args.fold_column is not None
+    schema = _FIT_OPTIONS | _PATH_OPTIONS | _CV_OPTIONS
+    given = {name: getattr(args, _dest(name), None) for name in schema if name not in _NOT_FLAGS}
     options = {name: value for name, value in given.items() if value is not None}
+    grid = [name for name in options if name in _PATH_OPTIONS or name in _CV_OPTIONS]
+    for name, values in (("l1", args.l1_grid), ("l2", args.l2_grid)):
+        if values is not None:
+            options[name] = values
+            grid.append(f"{name}_grid")
+    if grid and not cv:
+        flags = ", ".join(f"--{_dest(n).replace('_', '-')}" for n in grid)
+        msg = f"{flags}: grid and cross-validation options need --cv K (or --fold-column)"
+        raise _UsageError(msg)
     if args.weights:
         options["weights"] = args.weights
-    return options
+    return options, cv
+
+
+def _floats(text: str) -> list[float]:
+    """A comma-separated grid, for ``--l1-grid`` / ``--l2-grid``."""
+    try:
+        return [float(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        msg = f"expected comma-separated numbers, got {text!r}"
+        raise argparse.ArgumentTypeError(msg) from None
 
 
 def _summary_keys(row: dict[str, Any], keys: list[str]) -> str:
@@ -209,9 +256,9 @@ def _run_fit(args: argparse.Namespace, stderr: TextIO) -> int:
         raise _UsageError(msg)
     keys = _names(args.group_by)
     features, feature_columns = _features(args)
-    needed = list(
-        dict.fromkeys([*keys, args.label, *feature_columns, *([args.weights] if args.weights else [])])
-    )
+    options, cv = _fit_options(args)
+    extra = [c for c in (args.weights, args.fold_column) if c]
+    needed = list(dict.fromkeys([*keys, args.label, *feature_columns, *extra]))
     frame = _scan(args.input, "--input").select(needed).collect()
     if frame.is_empty():
         msg = f"--input {args.input} has no rows"
@@ -220,7 +267,7 @@ def _run_fit(args: argparse.Namespace, stderr: TextIO) -> int:
     enabled = {"always": True, "never": False}.get(args.progress, stderr.isatty())
     progress = _Progress(n_groups, stderr, enabled)
     try:
-        fit_args = (features, _fit_options(args))
+        fit_args = (features, options, cv)
         models = _fit_groups(frame, keys, args.label, fit_args, args.batch_size, progress)
     finally:
         progress.close()
@@ -298,6 +345,16 @@ def _add_option(group: argparse._ArgumentGroup, spec: dict[str, Any]) -> None:
         )
     elif spec["kind"] == "choice":
         group.add_argument(flag, choices=spec["choices"], help=f"{spec['help']} (default {default}{applies})")
+    elif spec["kind"] == "column":
+        group.add_argument(flag, help=f"{spec['help']} ({spec['applies']})")
+    elif name == "folds":
+        group.add_argument(
+            flag,
+            type=int,
+            metavar="K",
+            help=f"cross-validate each group's path with K folds: {spec['help']} (default {default} "
+            "with --fold-column)",
+        )
     else:
         kind = float if spec["kind"] == "float" else int
         shown = "none" if default is None else default
@@ -328,6 +385,18 @@ def _parser() -> argparse.ArgumentParser:
     options = fit_cmd.add_argument_group("fit options (default: as polars_sdca.fit)")
     for spec in _FIT_OPTIONS.values():
         _add_option(options, spec)
+    cv_options = fit_cmd.add_argument_group(
+        "cross-validation (default: as polars_sdca.fit_cv; the output's cv column holds the curve)"
+    )
+    for spec in [*_CV_OPTIONS.values(), *_PATH_OPTIONS.values()]:
+        _add_option(cv_options, spec)
+    for name in ("l1", "l2"):
+        cv_options.add_argument(
+            f"--{name}-grid",
+            type=_floats,
+            metavar="V,V,...",
+            help=f"comma-separated {name} values: the path runs over {name} (the other penalty fixed)",
+        )
     run = fit_cmd.add_argument_group("job")
     run.add_argument("--batch-size", type=int, default=1000, help="groups per batch (default 1000)")
     run.add_argument(

@@ -511,6 +511,12 @@ def fit_path(label: IntoExpr, features: IntoFeatures, **options: Unpack[PathOpti
             ``1e4 / n`` (scikit-learn's ``C = 1e-4``) down.
         l2_min_ratio : float
             The smallest computed ``l2`` over the largest (default 1e-8: ``C`` up to 1e4).
+        screening : bool
+            Sequential Gap Safe screening (default True; Fercoq, Gramfort and Salmon, ICML
+            2015; Ndiaye et al., JMLR 2017): for ``l1 > 0`` with the squared, logistic, smooth
+            hinge or squared hinge loss, the features the previous model proves zero at the
+            next value's optimum leave that fit's passes. The models and certificates are the
+            full problem's.
 
     Returns
     -------

@@ -1,4 +1,5 @@
-"""scikit-learn estimators backed by the SDCA plugin: :class:`SDCAClassifier`, :class:`SDCARegressor`.
+"""scikit-learn estimators backed by the SDCA plugin: :class:`SDCAClassifier`, :class:`SDCARegressor`
+and their cross-validated versions :class:`SDCAClassifierCV`, :class:`SDCARegressorCV`.
 
 The estimators are thin adapters: ``X`` and ``y`` become a Polars frame, the fit is one
 :func:`polars_sdca.fit` query and the predictions come from :func:`polars_sdca.predict`, so they
@@ -23,6 +24,12 @@ Objective
     scikit-learn's ``C sum_i s_i phi + ||w||^2 / 2`` (``LogisticRegression``, ``LinearSVC``;
     ``Ridge(alpha=1/C)`` with ``loss="squared"``). As in liblinear, the intercept is a constant
     feature ``intercept_scaling`` whose weight ``b'`` is regularized.
+
+Cross-validation
+    :class:`SDCAClassifierCV` and :class:`SDCARegressorCV` run :func:`polars_sdca.fit_cv`: the
+    path over a grid of ``C`` (``l2 = 1 / (C sum_i s_i)``, ``l1`` fixed) or of ``l1`` (``l2``
+    fixed), K-fold held-out scores per value, the choice and the refit, all in the plugin; one
+    ``fit_cv`` per one-vs-rest class, in one query.
 
 Classes
     Two classes: one binary fit with labels ``-1`` / ``+1`` (``classes_[1]`` is ``+1``). More
@@ -52,12 +59,14 @@ from sklearn.utils.multiclass import check_classification_targets
 from sklearn.utils.validation import _check_sample_weight, check_is_fitted, validate_data
 
 from polars_sdca import _internal
-from polars_sdca.functions import fit, predict
+from polars_sdca.functions import fit, fit_cv, predict
 
 if TYPE_CHECKING:
-    from polars_sdca._typing import Loss, PredictKind, Sampling, Solver
+    from collections.abc import Sequence
 
-__all__ = ["SDCAClassifier", "SDCARegressor"]
+    from polars_sdca._typing import CvSelect, Loss, PredictKind, Sampling, Scoring, Solver
+
+__all__ = ["SDCAClassifier", "SDCAClassifierCV", "SDCARegressor", "SDCARegressorCV"]
 
 _FloatArray = npt.NDArray[np.float64]
 
@@ -74,6 +83,7 @@ _PROBA_LOSSES = ("logistic", "multinomial")
 _X = "__sdca_X"
 _Y = "__sdca_y"
 _W = "__sdca_w"
+_FOLD = "__sdca_fold"
 
 
 def _vector_column(X: _FloatArray) -> pl.Series:
@@ -746,3 +756,477 @@ fit_intercept, intercept_scaling, max_seconds, warm_start, random_state
             Predictions.
         """
         return self._predict_frame(X, "decision").to_series().to_numpy().astype(np.float64)
+
+
+class _CrossValidated:
+    """The cross-validation of :class:`SDCAClassifierCV` and :class:`SDCARegressorCV`: the
+    grid and folds become :func:`polars_sdca.fit_cv` options, and the refit models come back
+    for the plain estimators' plumbing (coefficients, predictions, warnings)."""
+
+    Cs: int | Sequence[float] | None
+    l1s: int | Sequence[float] | None
+    l1_min_ratio: float
+    cv: Any
+    scoring: Scoring
+    select: CvSelect
+    n_features_in_: int
+    cv_results_: pl.Series
+
+    def _usable_warm_start(self, n_models: int, same_classes: bool = True) -> pl.Series | None:
+        return None  # each fit_cv warm-starts along its own path
+
+    def _grid(self, total_weight: float) -> dict[str, Any]:
+        """The path's grid options: a list of ``l2 = 1 / (C sum_i s_i)`` for ``Cs`` (an int:
+        ``LogisticRegressionCV``'s ``logspace(-4, 4, Cs)``), or ``l1`` values / ``n_l1``."""
+        if (self.Cs is None) == (self.l1s is None):
+            msg = f"pass a grid in Cs or in l1s (exactly one of them); got Cs={self.Cs!r}, l1s={self.l1s!r}"
+            raise ValueError(msg)
+        grid: dict[str, Any] = {}
+        if self.Cs is not None:
+            Cs = self._values("Cs", self.Cs)
+            if isinstance(Cs, int):
+                Cs = np.logspace(-4, 4, Cs).tolist()
+            if not all(c > 0 for c in Cs):
+                msg = f"Cs must hold positive numbers, got {Cs!r}"
+                raise ValueError(msg)
+            grid["l2"] = [1.0 / (c * total_weight) for c in Cs]
+        else:
+            l1s = self._values("l1s", self.l1s)
+            if isinstance(l1s, int):
+                grid["n_l1"] = l1s
+                grid["l1_min_ratio"] = self.l1_min_ratio
+            else:
+                grid["l1"] = l1s
+        return grid
+
+    @staticmethod
+    def _values(name: str, value: Any) -> int | list[float]:
+        if isinstance(value, numbers.Integral) and not isinstance(value, bool):
+            if value < 1:
+                msg = f"{name} must be a positive number of grid values or a list of values, got {value!r}"
+                raise ValueError(msg)
+            return int(value)
+        try:
+            values = [float(v) for v in value]
+        except (TypeError, ValueError):
+            msg = f"{name} must be an int (number of values) or a sequence of numbers, got {value!r}"
+            raise TypeError(msg) from None
+        if not values:
+            msg = f"{name} is empty; pass at least one value"
+            raise ValueError(msg)
+        return values
+
+    def _folds(self, labels: dict[str, pl.Series], n: int) -> tuple[dict[str, Any], pl.Series | None]:
+        """``folds=`` for an int ``cv``, else a fold column from a splitter's (or an iterable's)
+        test sets, which must cover every row once."""
+        cv = self.cv
+        if isinstance(cv, numbers.Integral) and not isinstance(cv, bool):
+            k = int(cv)
+            if k < 2:
+                msg = f"cv must be at least 2 folds, got {k}"
+                raise ValueError(msg)
+            if n < k:
+                msg = f"cv={k} folds need at least {k} samples; got {n} sample(s)"
+                raise ValueError(msg)
+            return {"folds": k}, None
+        # Stratify a splitter on the class codes (one-vs-rest: the +1 column of each row).
+        columns = np.column_stack([s.to_numpy() for s in labels.values()])
+        y = columns[:, 0] if columns.shape[1] == 1 else columns.argmax(axis=1)
+        splits = cv.split(np.zeros((n, 1)), y) if hasattr(cv, "split") else cv
+        fold = np.full(n, -1, dtype=np.int64)
+        for k, (_, test) in enumerate(splits):
+            test = np.asarray(test, dtype=np.intp)
+            if (fold[test] >= 0).any():
+                msg = "the cv splits' test sets overlap; each row must be held out exactly once"
+                raise ValueError(msg)
+            fold[test] = k
+        if (fold < 0).any():
+            msg = f"{int((fold < 0).sum())} row(s) are in no test set of cv; each row must be held out once"
+            raise ValueError(msg)
+        return {"fold_column": _FOLD}, pl.Series(_FOLD, fold)
+
+    def _cv_models(
+        self,
+        options: dict[str, Any],
+        frame: pl.DataFrame,
+        features: str | list[str],
+        labels: dict[str, pl.Series],
+        weights: tuple[_FloatArray | None, float],
+    ) -> pl.Series:
+        """One ``fit_cv`` per label column in one query; keeps their results in ``cv_results_``
+        and returns the refit models."""
+        options = {**options, **self._grid(weights[1]), "scoring": self.scoring, "select": self.select}
+        if isinstance(features, str) and frame[features].dtype == pl.List:
+            options["n_features"] = self.n_features_in_
+        folds, fold_column = self._folds(labels, frame.height)
+        options.update(folds)
+        columns = [s.alias(name) for name, s in labels.items()]
+        if weights[0] is not None:
+            columns.append(pl.Series(_W, weights[0]))
+        if fold_column is not None:
+            columns.append(fold_column)
+        data = frame.with_columns(columns)
+        weights_name = None if weights[0] is None else _W
+        row = data.select(
+            fit_cv(name, features, weights=weights_name, **options).alias(name) for name in labels
+        )
+        self.cv_results_ = pl.concat([row[name] for name in labels]).alias("cv")
+        return self.cv_results_.struct.field("model").alias("model")
+
+    def _cv_attributes(self) -> None:
+        """The chosen penalties, the grid and the fold scores, read from ``cv_results_``."""
+        results = self.cv_results_
+        self.penalty_ = str(results.struct.field("penalty")[0])
+        self.values_ = np.asarray(results.struct.field("values")[0], dtype=np.float64)
+        models = results.struct.field("model")
+        self.l1_ = models.struct.field("l1").to_numpy().astype(np.float64)
+        self.l2_ = models.struct.field("l2").to_numpy().astype(np.float64)
+        self.scoring_ = str(results.struct.field("scoring")[0])
+        self._fold_scores = [
+            np.asarray(s, dtype=np.float64) for s in results.struct.field("fold_scores").to_list()
+        ]
+
+
+class SDCAClassifierCV(_CrossValidated, SDCAClassifier):
+    """:class:`SDCAClassifier` with its penalty chosen by K-fold cross-validation in the plugin
+    (scikit-learn's ``LogisticRegressionCV``).
+
+    Each one-vs-rest fit (or the one joint multiclass fit) is one :func:`polars_sdca.fit_cv`:
+    the path over the grid on each fold's training rows, warm-started value to value, the
+    held-out score of every value, the choice (best mean, or the one-standard-error rule) and
+    the refit on all rows. All fits run in one Polars query.
+
+    Parameters
+    ----------
+    Cs : int or sequence of float, default=10
+        Grid of ``C`` (``l2 = 1 / (C sum_i s_i)``, ``l1`` fixed): an int ``k`` is
+        ``LogisticRegressionCV``'s ``numpy.logspace(-4, 4, k)``. Set ``Cs=None`` and ``l1s`` for
+        an ``l1`` path instead. Every fold fits the refit's ``l2`` (the mean-loss objective's
+        penalty, held fixed across folds as ``LassoCV`` holds ``alpha``): in scikit-learn's
+        terms a fold with ``n_train`` of the ``n`` rows runs at ``C n_train / n``, where
+        ``LogisticRegressionCV`` runs every fold at ``C``.
+    l1s : int or sequence of float, optional
+        Grid of ``l1`` (``l2`` fixed): an int ``k`` is ``k`` values from the exact ``l1_max``
+        (the smallest ``l1`` whose model is zero) down to ``l1_max * l1_min_ratio``.
+    l1_min_ratio : float, default=1e-3
+        The smallest computed ``l1`` over ``l1_max`` (``l1s`` an int).
+    cv : int, cross-validation splitter or iterable, default=5
+        Number of folds (drawn from ``random_state``, stratified by class), or a splitter /
+        iterable of ``(train, test)`` whose test sets hold each row once.
+    scoring : {"auto", "log_loss", "accuracy", "squared_error", "absolute_error", "hinge"}, \
+default="auto"
+        The held-out score (see :func:`polars_sdca.fit_cv`; auto: log-loss for "logistic" and
+        "multinomial", accuracy for the other classification losses).
+    select : {"best", "one_standard_error"}, default="best"
+        The best mean score, or the largest penalty within one standard error of it.
+    loss, l2, l1, smoothing, epsilon, quantile, solver, sampling, tol, max_epochs, \
+check_every, fit_intercept, intercept_scaling, max_seconds, class_weight, random_state
+        As for :class:`SDCAClassifier`; ``l2`` is the fixed ``l2`` of an ``l1`` path and ``l1``
+        the fixed ``l1`` of a ``C`` path.
+
+    Attributes
+    ----------
+    C_ : ndarray of shape (n_fits,)
+        ``C`` of each refit model (``1 / (l2_ sum_i s_i)``; inf when ``l2_`` is 0).
+    Cs_ : ndarray of shape (n_values,)
+        The ``C`` grid, increasing (``C`` paths; else None).
+    l1_, l2_ : ndarray of shape (n_fits,)
+        The penalties of each refit model.
+    penalty_ : {"l1", "l2"}
+        The penalty the path ran over.
+    values_ : ndarray of shape (n_values,)
+        Its grid, decreasing (the columns of ``scores_``).
+    scores_ : dict
+        Class label to an array ``(n_folds, n_values)`` of held-out scores (``scoring_``; for
+        "accuracy" larger is better, for the losses smaller). Two classes: one key,
+        ``classes_[1]``; joint losses: every class maps to the one joint fit's scores.
+    scoring_ : str
+        The scoring used.
+    cv_results_ : polars.Series
+        One :func:`polars_sdca.fit_cv` struct per fit (``mean``, ``se``, ``best``, ``chosen``).
+    classes_, coef_, intercept_, n_iter_, duality_gap_, models_, n_features_in_, \
+feature_names_in_
+        As for :class:`SDCAClassifier`, of the refit models.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from polars_sdca.sklearn import SDCAClassifierCV
+    >>> X = np.linspace(-3, 3, 60)[:, None]
+    >>> y = np.where(X[:, 0] + np.sin(7 * X[:, 0]) > 0, "yes", "no")
+    >>> clf = SDCAClassifierCV(Cs=5, cv=3).fit(X, y)
+    >>> clf.Cs_.tolist()
+    [0.0001, 0.01, 1.0, 100.0, 10000.0]
+    >>> clf.scores_["yes"].shape, bool(clf.C_[0] in clf.Cs_)
+    ((3, 5), True)
+    >>> clf.predict([[-2.0], [2.0]]).tolist()
+    ['no', 'yes']
+    """
+
+    C_: _FloatArray
+    Cs_: _FloatArray | None
+    l1_: _FloatArray
+    l2_: _FloatArray
+    penalty_: str
+    values_: _FloatArray
+    scores_: dict[Any, _FloatArray]
+    scoring_: str
+
+    def __init__(
+        self,
+        *,
+        Cs: int | Sequence[float] | None = 10,
+        l1s: int | Sequence[float] | None = None,
+        l1_min_ratio: float = 1e-3,
+        cv: Any = 5,
+        scoring: Scoring = "auto",
+        select: CvSelect = "best",
+        loss: Loss = "logistic",
+        l2: float = 1e-4,
+        l1: float = 0.0,
+        smoothing: float = 1.0,
+        epsilon: float = 0.1,
+        quantile: float = 0.5,
+        solver: Solver = "auto",
+        sampling: Sampling = "permutation",
+        tol: float = 1e-6,
+        max_epochs: int = 500,
+        check_every: int = 1,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        max_seconds: float | None = None,
+        class_weight: dict[Any, float] | Literal["balanced"] | None = None,
+        random_state: Any = None,
+    ) -> None:
+        self.Cs = Cs
+        self.l1s = l1s
+        self.l1_min_ratio = l1_min_ratio
+        self.cv = cv
+        self.scoring = scoring
+        self.select = select
+        self.loss = loss
+        self.l2 = l2
+        self.l1 = l1
+        self.smoothing = smoothing
+        self.epsilon = epsilon
+        self.quantile = quantile
+        self.solver = solver
+        self.sampling = sampling
+        self.tol = tol
+        self.max_epochs = max_epochs
+        self.check_every = check_every
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.max_seconds = max_seconds
+        self.class_weight = class_weight
+        self.random_state = random_state
+
+    C = None  # the grid replaces it; SDCAClassifier's plumbing reads l2 then
+    warm_start = False
+
+    def _fit_models(
+        self,
+        frame: pl.DataFrame,
+        features: str | list[str],
+        labels: dict[str, pl.Series],
+        weights: tuple[_FloatArray | None, float],
+        warm: pl.Series | None,
+    ) -> pl.Series:
+        self._total_weight = weights[1]
+        return self._cv_models(self._options(weights[1]), frame, features, labels, weights)
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> SDCAClassifierCV:
+        """Cross-validate the grid and refit, in one Polars query.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or polars.DataFrame of shape (n, d)
+            Features.
+        y : array-like of shape (n,)
+            Class labels.
+        sample_weight : array-like of shape (n,), optional
+            Non-negative row weights (they weight the fits and the held-out scores).
+
+        Returns
+        -------
+        SDCAClassifierCV
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`SDCAClassifier.fit`; a bad grid or ``cv``, fewer rows than folds.
+        polars.exceptions.ComputeError
+            Bad data found by the plugin, or a fold whose training rows hold a single class.
+        """
+        super().fit(X, y, sample_weight)
+        self._cv_attributes()
+        with np.errstate(divide="ignore"):
+            self.C_ = 1.0 / (self.l2_ * self._total_weight)
+        self.Cs_ = 1.0 / (self.values_ * self._total_weight) if self.penalty_ == "l2" else None
+        names = self.models_["class"].to_list()
+        if names == ["all"]:
+            self.scores_ = dict.fromkeys(self.classes_.tolist(), self._fold_scores[0])
+        else:
+            keys = [self.classes_[1]] if len(names) == 1 else list(self.classes_)
+            self.scores_ = dict(zip(keys, self._fold_scores, strict=True))
+        return self
+
+
+class SDCARegressorCV(_CrossValidated, SDCARegressor):
+    """:class:`SDCARegressor` with its penalty chosen by K-fold cross-validation in the plugin
+    (scikit-learn's ``ElasticNetCV`` / ``LassoCV``).
+
+    One :func:`polars_sdca.fit_cv`: the path over the grid on each fold's training rows, the
+    held-out score of every value, the choice and the refit on all rows.
+
+    Parameters
+    ----------
+    l1s : int or sequence of float, default=100
+        Grid of ``l1`` (``l2`` fixed; ``l2=0`` is the Lasso, ``LassoCV`` with
+        ``alpha = l1``): an int ``k`` is ``k`` values from the exact ``l1_max`` down to
+        ``l1_max * l1_min_ratio`` (``LassoCV``'s ``n_alphas`` and ``eps``).
+    Cs : int or sequence of float, optional
+        A ridge-type grid instead (``l2 = 1 / (C sum_i s_i)``, ``Ridge(alpha=1/C)`` with
+        ``loss="squared"``); set ``l1s=None``.
+    l1_min_ratio, cv, scoring, select
+        As for :class:`SDCAClassifierCV` (auto scoring: squared error).
+    loss, l2, l1, smoothing, epsilon, quantile, solver, sampling, tol, max_epochs, \
+check_every, fit_intercept, intercept_scaling, max_seconds, random_state
+        As for :class:`SDCARegressor`.
+
+    Attributes
+    ----------
+    alpha_ : float
+        The chosen value of the penalty the path ran over (``l1_`` for an ``l1`` path).
+    alphas_ : ndarray of shape (n_values,)
+        The grid, decreasing (the columns of ``scores_``).
+    l1_, l2_ : float
+        The refit model's penalties.
+    penalty_ : {"l1", "l2"}
+        The penalty the path ran over.
+    scores_ : ndarray of shape (n_folds, n_values)
+        Held-out scores (``scoring_``; ``ElasticNetCV``'s ``mse_path_.T`` up to the factor 1
+        for "squared_error").
+    scoring_ : str
+        The scoring used.
+    cv_results_ : polars.Series
+        The :func:`polars_sdca.fit_cv` struct (``mean``, ``se``, ``best``, ``chosen``).
+    coef_, intercept_, n_iter_, duality_gap_, models_, n_features_in_, feature_names_in_
+        As for :class:`SDCARegressor`, of the refit model.
+
+    Examples
+    --------
+    >>> import numpy as np
+    >>> from polars_sdca.sklearn import SDCARegressorCV
+    >>> rng = np.random.default_rng(0)
+    >>> X = rng.normal(size=(80, 5))
+    >>> y = X @ np.array([2.0, 0.0, 0.0, -1.0, 0.0]) + 0.1 * rng.normal(size=80)
+    >>> reg = SDCARegressorCV(l1s=20, l2=0.0, cv=4).fit(X, y)
+    >>> reg.scores_.shape, reg.alpha_ == reg.l1_
+    ((4, 20), True)
+    >>> reg.coef_.round(1).tolist()
+    [2.0, 0.0, 0.0, -1.0, 0.0]
+    """
+
+    alpha_: float
+    alphas_: _FloatArray
+    l1_: Any
+    l2_: Any
+    penalty_: str
+    values_: _FloatArray
+    scores_: Any
+    scoring_: str
+
+    def __init__(
+        self,
+        *,
+        l1s: int | Sequence[float] | None = 100,
+        Cs: int | Sequence[float] | None = None,
+        l1_min_ratio: float = 1e-3,
+        cv: Any = 5,
+        scoring: Scoring = "auto",
+        select: CvSelect = "best",
+        loss: Loss = "squared",
+        l2: float = 1e-4,
+        l1: float = 0.0,
+        smoothing: float = 1.0,
+        epsilon: float = 0.1,
+        quantile: float = 0.5,
+        solver: Solver = "auto",
+        sampling: Sampling = "permutation",
+        tol: float = 1e-6,
+        max_epochs: int = 500,
+        check_every: int = 1,
+        fit_intercept: bool = True,
+        intercept_scaling: float = 1.0,
+        max_seconds: float | None = None,
+        random_state: Any = None,
+    ) -> None:
+        self.l1s = l1s
+        self.Cs = Cs
+        self.l1_min_ratio = l1_min_ratio
+        self.cv = cv
+        self.scoring = scoring
+        self.select = select
+        self.loss = loss
+        self.l2 = l2
+        self.l1 = l1
+        self.smoothing = smoothing
+        self.epsilon = epsilon
+        self.quantile = quantile
+        self.solver = solver
+        self.sampling = sampling
+        self.tol = tol
+        self.max_epochs = max_epochs
+        self.check_every = check_every
+        self.fit_intercept = fit_intercept
+        self.intercept_scaling = intercept_scaling
+        self.max_seconds = max_seconds
+        self.random_state = random_state
+
+    C = None
+    warm_start = False
+
+    def _fit_models(
+        self,
+        frame: pl.DataFrame,
+        features: str | list[str],
+        labels: dict[str, pl.Series],
+        weights: tuple[_FloatArray | None, float],
+        warm: pl.Series | None,
+    ) -> pl.Series:
+        self._total_weight = weights[1]
+        return self._cv_models(self._options(weights[1]), frame, features, labels, weights)
+
+    def fit(self, X: Any, y: Any, sample_weight: Any = None) -> SDCARegressorCV:
+        """Cross-validate the grid and refit.
+
+        Parameters
+        ----------
+        X : array-like, sparse matrix or polars.DataFrame of shape (n, d)
+            Features.
+        y : array-like of shape (n,)
+            Real targets.
+        sample_weight : array-like of shape (n,), optional
+            Non-negative row weights (they weight the fits and the held-out scores).
+
+        Returns
+        -------
+        SDCARegressorCV
+            The fitted estimator.
+
+        Raises
+        ------
+        ValueError
+            As :meth:`SDCARegressor.fit`; a bad grid or ``cv``, fewer rows than folds.
+        polars.exceptions.ComputeError
+            Bad data found by the plugin.
+        """
+        super().fit(X, y, sample_weight)
+        self._cv_attributes()
+        self.l1_, self.l2_ = float(self.l1_[0]), float(self.l2_[0])
+        self.alphas_ = self.values_
+        self.alpha_ = self.l1_ if self.penalty_ == "l1" else self.l2_
+        self.scores_ = self._fold_scores[0]
+        return self

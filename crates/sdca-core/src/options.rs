@@ -224,6 +224,13 @@ pub const PATH_OPTIONS: &[Spec] = &[
         "the smallest computed l2 over the largest, in (0, 1)",
         "l2 paths (l2 not a list)",
     ),
+    spec(
+        "screening",
+        Bool,
+        Value::Bool(true),
+        "Gap Safe screening: features proven zero by the previous model leave each fit",
+        "l1 > 0 with squared, logistic, smooth_hinge or squared_hinge",
+    ),
 ];
 
 /// The cross-validation options of `fit_cv`, on top of [`FIT_OPTIONS`] and [`PATH_OPTIONS`].

@@ -169,6 +169,18 @@ pub trait BlockLoss: Copy + Send + Sync {
         None
     }
 
+    /// For a block whose dual is a polytope on which `phi*` is linear (plain Crammer-Singer):
+    /// when exactly one dual of the row is off its bound (a vertex), how far the dual's
+    /// gradients `G_m` of the other classes lie below the free one's (liblinear's
+    /// `Solver_MCSVM_CS`, Keerthi, Sundararajan, Chang, Hsieh and Lin, KDD 2008: `G_m = a_m +
+    /// delta(m, y)` for Crammer-Singer); `-inf` off a vertex. A positive slack means the exact
+    /// block step would not move the row and its Fenchel-Young gap is 0: block shrinking
+    /// (`crate::solver::multiclass`) drops it. `None` (the default) for the other losses.
+    #[inline]
+    fn vertex_slack(&self, _alpha: &[f64], _a: &[f64], _y: f64) -> Option<f64> {
+        None
+    }
+
     /// [`Loss::curvature`] of a scalar loss (`a` of length 1); NaN for block losses, which the
     /// Newton solver does not take.
     #[inline]

@@ -39,7 +39,7 @@
 //! start whose gap for the next penalty is small when the grid is fine.
 
 use super::lasso::Reduction;
-use super::{fit_from, Certificate, FitResult, Problem, Status, Warm};
+use super::{fit_from, screen, Certificate, FitResult, Problem, Status, Warm};
 use crate::config::{FitConfig, FitParams, GroupNorm, Groups, Interrupt};
 use crate::data::{DenseView, Rows};
 use crate::error::{Result, SdcaError};
@@ -82,11 +82,13 @@ pub struct PathParams {
     pub n_l2: Option<i64>,
     /// `l2_min / l2_max` of a computed `l2` grid, in `(0, 1)`.
     pub l2_min_ratio: f64,
+    /// Sequential Gap Safe screening ([`super::screen`]) where it applies.
+    pub screening: bool,
 }
 
 impl Default for PathParams {
     fn default() -> Self {
-        use crate::options::{float, int, PATH_OPTIONS as O};
+        use crate::options::{boolean, float, int, PATH_OPTIONS as O};
         Self {
             l1: None,
             l2: None,
@@ -94,6 +96,7 @@ impl Default for PathParams {
             l1_min_ratio: const { float(O, "l1_min_ratio") },
             n_l2: None,
             l2_min_ratio: const { float(O, "l2_min_ratio") },
+            screening: const { boolean(O, "screening") },
         }
     }
 }
@@ -119,6 +122,8 @@ pub struct PathConfig {
     fit: FitParams,
     penalty: Penalty,
     grid: Grid,
+    /// Sequential Gap Safe screening where it applies.
+    pub screening: bool,
     /// Asked after every epoch of every fit (see [`FitConfig::interrupt`]).
     pub interrupt: Option<Interrupt>,
 }
@@ -169,7 +174,7 @@ impl PathParams {
                 },
             ),
         };
-        let path = PathConfig { fit: fit.clone(), penalty, grid, interrupt: None };
+        let path = PathConfig { fit: fit.clone(), penalty, grid, screening: self.screening, interrupt: None };
         // The fixed options and the grid's ends must check (e.g. l2 = 0 needs every l1 > 0).
         path.config(None)?;
         if let Grid::Given(values) = &path.grid {
@@ -500,29 +505,88 @@ pub struct Path {
     pub fits: Vec<FitResult>,
     /// `l1_max` of an `l1` path.
     pub l1_max: Option<f64>,
+    /// Per model: the features Gap Safe screening left out of its passes (all of them for the
+    /// closed-form zero model).
+    pub screened: Vec<usize>,
+    /// Per model: the stored matrix entries its passes visited, `epochs` times those of the
+    /// columns kept, plus the screening test's and the full certificate's passes (four over the
+    /// whole matrix); the solvers' own certificate passes are not counted.
+    pub nnz_visited: Vec<u64>,
 }
 
 /// Fits the path of `path` on `problem`: one certified model per grid value, in decreasing
 /// order, each warm-started from the previous model; for `l1 >= l1_max` the closed-form zero
-/// model (module docs). Stops early (fewer models) when a fit was interrupted. Errors as
-/// [`fit_from`], for the first value that fails.
+/// model (module docs). With `screening` (where [`screen::applies`]), each fit first runs the
+/// Gap Safe test from the previous model (the zero model for the first) and leaves the features
+/// it proves zero out ([`screen::fit_screened`]; the certificate stays the full problem's).
+/// Stops early (fewer models) when a fit was interrupted. Errors as [`fit_from`], for the first
+/// value that fails.
 pub fn fit_path<D: Rows>(problem: &Problem<'_, D>, path: &PathConfig) -> Result<Path> {
     let (values, zero) = path.grid(problem)?;
+    let d = problem.x.n_cols();
     let mut fits: Vec<FitResult> = Vec::with_capacity(values.len());
+    let (mut screened, mut nnz_visited) =
+        (Vec::with_capacity(values.len()), Vec::with_capacity(values.len()));
+    let mut columns: Option<screen::Columns> = None;
+    let mut total: Option<u64> = None;
+    let zero_coef = vec![0.0; d];
     for &v in &values {
         let cfg = path.config(Some(v))?;
-        let mut fit = match &zero {
-            Some(z) if path.penalty == Penalty::L1 && v >= z.l1_max => z.fit_result(problem, &cfg)?,
-            _ => fit_from(problem, &cfg, fits.last().map(Warm::from).as_ref())?,
+        let at_zero = matches!(&zero, Some(z) if path.penalty == Penalty::L1 && v >= z.l1_max);
+        // The model the test starts from: the previous one, or the zero model.
+        let from: Option<(&[f64], f64)> = match (fits.last(), &zero) {
+            (Some(f), _) => Some((&f.coef, f.intercept.first().copied().unwrap_or(0.0))),
+            (None, Some(z)) => Some((&zero_coef, z.intercept.first().copied().unwrap_or(0.0))),
+            (None, None) => None,
+        };
+        let warm = fits.last().map(Warm::from);
+        let (mut fit, left_out, visited) = match (&zero, from) {
+            (Some(z), _) if at_zero => (z.fit_result(problem, &cfg)?, d, 0),
+            (_, Some((coef, intercept)))
+                if path.screening && screen::applies(&cfg) && problem.n_outputs == 1 =>
+            {
+                let cols = columns.get_or_insert_with(|| screen::Columns::of(problem));
+                let full: u64 = cols.nnz.iter().sum();
+                let proven = screen::gap_safe(problem, &cfg, &cols.norms, coef, intercept)?;
+                if proven.iter().any(|&z| z) {
+                    let s = screen::fit_screened(problem, &cfg, warm.as_ref(), &proven, cols)?;
+                    let visited = u64::from(s.fit.epochs) * s.nnz + 4 * full;
+                    (s.fit, s.screened, visited)
+                } else {
+                    let fit = fit_from(problem, &cfg, warm.as_ref())?;
+                    let visited = u64::from(fit.epochs) * full + 2 * full;
+                    (fit, 0, visited)
+                }
+            }
+            _ => {
+                let fit = fit_from(problem, &cfg, warm.as_ref())?;
+                let full = *total.get_or_insert_with(|| nnz_total(problem));
+                let visited = u64::from(fit.epochs) * full;
+                (fit, 0, visited)
+            }
         };
         fit.alpha = Vec::new();
         let interrupted = fit.status == Status::Interrupted;
         fits.push(fit);
+        screened.push(left_out);
+        nnz_visited.push(visited);
         if interrupted {
             break;
         }
     }
-    Ok(Path { penalty: path.penalty, values, fits, l1_max: zero.map(|z| z.l1_max) })
+    Ok(Path { penalty: path.penalty, values, fits, l1_max: zero.map(|z| z.l1_max), screened, nnz_visited })
+}
+
+/// Stored entries of the whole matrix (every entry of a dense row counts).
+fn nnz_total<D: Rows>(problem: &Problem<'_, D>) -> u64 {
+    let x = problem.x;
+    (0..x.n_rows())
+        .map(|i| {
+            let mut c = 0u64;
+            x.for_each_nz(i, |_, _| c += 1);
+            c
+        })
+        .sum()
 }
 
 #[cfg(test)]

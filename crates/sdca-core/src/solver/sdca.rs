@@ -23,6 +23,7 @@
 //! set to its optimum `-phi'(score)` once and never sampled; `v` is rebuilt from `alpha` at
 //! every certificate to remove rounding drift.
 
+use super::multiclass;
 use super::shrink::{self, Shrinking};
 use super::{drive, goal, Budget, Context, Coordinate, Estimate, Judge, Outcome, Problem, Start, Verdict};
 use crate::config::{Sampling, GAP_NON_UNIFORM};
@@ -92,6 +93,8 @@ pub(crate) struct State<'p, 'a, D: Rows, L: BlockLoss, R: Reg> {
     gaps: Option<RowGaps>,
     /// Shrinking only ([`State::shrinking`]).
     shrink: Option<Shrinking>,
+    /// Block shrinking ([`State::shrinking_blocks`]).
+    shrink_blocks: bool,
     /// The running gap estimate ([`State::estimating`]).
     pub estimate: Option<Estimate>,
 }
@@ -141,6 +144,7 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
             step: vec![0.0; k],
             gaps: None,
             shrink: None,
+            shrink_blocks: false,
             estimate: None,
         };
         state.rebuild();
@@ -165,6 +169,14 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
     /// the rows back on the running estimate, which it turns on ([`State::estimating`]).
     pub fn shrinking(mut self) -> Self {
         self.shrink = Some(Shrinking::new());
+        self.estimating()
+    }
+
+    /// Drops rows at a vertex of their block dual from the passes (liblinear's Crammer-Singer
+    /// shrinking, [`super::multiclass`]); the loss must have
+    /// [`crate::loss::BlockLoss::vertex_slack`] and the passes must be permutations.
+    pub fn shrinking_blocks(mut self) -> Self {
+        self.shrink_blocks = true;
         self.estimating()
     }
 
@@ -418,6 +430,11 @@ impl<D: Rows, L: BlockLoss, R: Reg> Coordinate for State<'_, '_, D, L, R> {
                     continue;
                 }
             }
+            if self.shrink_blocks && multiclass::drops(self.loss.vertex_slack(old, scores, y)) {
+                kept -= 1;
+                order.swap(at, kept);
+                continue;
+            }
             match &mut self.estimate {
                 Some(e) => e.add(s * self.loss.dual_step_gap(old, scores, y, self.q[i], step)),
                 None => self.loss.dual_step(old, scores, y, self.q[i], step),
@@ -484,6 +501,7 @@ fn run_linked<D: Rows, L: BlockLoss, R: Reg>(
     state = match cfg.sampling {
         Sampling::Gap => state.sample_by_gaps(),
         _ if shrink::applies(cfg) => state.shrinking(),
+        _ if multiclass::applies(cfg) => state.shrinking_blocks(),
         _ => state.estimating(),
     };
     let mut order = state.active.clone();
