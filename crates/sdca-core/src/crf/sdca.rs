@@ -1304,16 +1304,11 @@ mod tests {
         let mut gaps = vec![0.0; s.n];
         let c = s.certify(&mut gaps, SERIAL, true);
         assert!(c.gap > 0.0);
-        for i in 0..s.n {
+        for (i, &gap) in gaps.iter().enumerate() {
             let mut base = s.clone();
             base.oracle_at(i);
             // The oracle's block gap (log Z - <mu, theta> - <mu, W> - H~) is the certificate's KL.
-            assert!(
-                (base.slots[0].gap - gaps[i]).abs() < 1e-12,
-                "seq {i}: {} vs {}",
-                base.slots[0].gap,
-                gaps[i]
-            );
+            assert!((base.slots[0].gap - gap).abs() < 1e-12, "seq {i}: {} vs {}", base.slots[0].gap, gap);
             let f = |g: f64| {
                 let mut c = base.clone();
                 c.move_by(g);
