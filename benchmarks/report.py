@@ -84,7 +84,7 @@ BAR = (
     BarRow(
         "elastic net (y as target, l1 = 1e-3 l1_max) to 1e-8",
         "sparse-elasticnet",
-        ("lightning", "sklearn"),
+        ("lightning", "cd"),
         0.5,
     ),
     BarRow("20,000 groups x 50 x 6, logistic, group_by().agg", "groups-logistic", ("polars-ds",), 1.0),
