@@ -221,6 +221,25 @@ pub fn memory_estimate(n: usize, d: usize, k: usize) -> u64 {
 pub(crate) mod testing {
     //! Small deterministic problems and an independent Lasso solver for the solver tests.
 
+    /// [`toy`]'s regression problem with its targets cut into three classes (`< 0`, `< 1`,
+    /// the rest) for the multiclass losses.
+    pub fn toy_three_classes(n: usize, d: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
+        let (x, t) = toy(n, d, false, seed);
+        let y = t
+            .iter()
+            .map(|&v| {
+                if v < 0.0 {
+                    0.0
+                } else if v < 1.0 {
+                    1.0
+                } else {
+                    2.0
+                }
+            })
+            .collect();
+        (x, y)
+    }
+
     /// `n x d` row-major features in `[-1, 1]` and labels from a sparse truth
     /// (`1, -0.5, 0, 1, ...`) plus noise and an offset of 0.5; classes are the sign.
     pub fn toy(n: usize, d: usize, classification: bool, seed: u64) -> (Vec<f64>, Vec<f64>) {

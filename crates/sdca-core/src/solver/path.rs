@@ -594,7 +594,7 @@ mod tests {
     use super::*;
     use crate::data::DenseView;
     use crate::solver::fit;
-    use crate::solver::testing::{lasso_cd, toy};
+    use crate::solver::testing::{lasso_cd, toy, toy_three_classes};
 
     fn params(loss: &str, l2: f64) -> FitParams {
         FitParams { loss: loss.into(), l2, tol: 1e-10, max_epochs: 100_000, ..Default::default() }
@@ -741,19 +741,7 @@ mod tests {
     #[test]
     fn multiclass_paths_start_at_zero() {
         let (n, d) = (90, 4);
-        let (x, t) = toy(n, d, false, 3);
-        let y: Vec<f64> = t
-            .iter()
-            .map(|v| {
-                if *v < 0.0 {
-                    0.0
-                } else if *v < 1.0 {
-                    1.0
-                } else {
-                    2.0
-                }
-            })
-            .collect();
+        let (x, y) = toy_three_classes(n, d, 3);
         let view = DenseView::new(&x, n, d).unwrap();
         let base = FitParams { tol: 1e-9, ..params("multinomial", 1e-2) };
         let path = PathParams { n_l1: 3, l1_min_ratio: 0.1, ..Default::default() }.check(&base).unwrap();

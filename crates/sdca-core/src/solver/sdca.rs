@@ -811,7 +811,7 @@ mod tests {
 mod multiclass_tests {
     use crate::config::FitParams;
     use crate::data::{CsrView, DenseView};
-    use crate::solver::testing::toy;
+    use crate::solver::testing::{toy, toy_three_classes};
     use crate::solver::{fit, fit_from, FitResult, Problem, Status, Warm};
 
     fn run(x: &[f64], y: &[f64], d: usize, p: FitParams) -> FitResult {
@@ -856,19 +856,7 @@ mod multiclass_tests {
     #[test]
     fn accelerated_multinomial_reaches_the_plain_optimum() {
         let (n, d, l2) = (300, 5, 1e-4);
-        let (x, t) = toy(n, d, false, 2);
-        let y: Vec<f64> = t
-            .iter()
-            .map(|v| {
-                if *v < 0.0 {
-                    0.0
-                } else if *v < 1.0 {
-                    1.0
-                } else {
-                    2.0
-                }
-            })
-            .collect();
+        let (x, y) = toy_three_classes(n, d, 2);
         let base = FitParams {
             loss: "multinomial".into(),
             l2,
