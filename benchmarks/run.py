@@ -447,6 +447,12 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="write only benchmarks/out/ (allowed on a dirty tree); results.md and the README "
         "need a clean commit",
     )
+    ap.add_argument(
+        "--report-only",
+        action="store_true",
+        help="rewrite results.md, the plots and the README table from the last full run's raw JSON "
+        "(after a change to the report or to a stored long-run file); measures nothing",
+    )
     ap.add_argument("--rss-worker", default=None, help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
     if args.repeat is None:
@@ -471,6 +477,12 @@ def main(argv: list[str] | None = None) -> int:
         log("the tree has uncommitted changes: commit first (results name their commit), or pass --dry-run")
         return 2
     OUT.mkdir(exist_ok=True)
+    if args.report_only:
+        results = json.loads((OUT / "results-full.json").read_text())
+        write_results_md(results, HERE / "results.md", write_plots(results, HERE))
+        update_readme(results, HERE, HERE.parent / "README.md")
+        log(f"rewrote results.md and the README's table from the run at {results['machine']['git_commit']}")
+        return 0
     mode = "quick" if args.quick else "full"
     results: dict[str, Any] = {
         "mode": mode,
