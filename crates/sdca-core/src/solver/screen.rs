@@ -401,7 +401,7 @@ mod tests {
             for l2 in [1e-4, 1e-3] {
                 let base = params(loss, l2, 1.0, true);
                 let run = |screening: bool| {
-                    let path = PathParams { n_l1: 30, l1_min_ratio: 1e-2, screening, ..Default::default() };
+                    let path = PathParams { n_l1: 12, l1_min_ratio: 1e-2, screening, ..Default::default() };
                     let cfg = path.check(&base).unwrap();
                     let p = Problem::new(&view, &y, None, cfg.config(None).unwrap().loss).unwrap();
                     fit_path(&p, &cfg).unwrap()
