@@ -771,6 +771,21 @@ class _CrossValidated:
     select: CvSelect
     n_features_in_: int
     cv_results_: pl.Series
+    _total_weight: float
+    _options: Any  # the plain estimator's options at a total weight
+    C: float | None = None  # the grid replaces it; the plain estimators' plumbing reads l2 then
+    warm_start = False
+
+    def _fit_models(
+        self,
+        frame: pl.DataFrame,
+        features: str | list[str],
+        labels: dict[str, pl.Series],
+        weights: tuple[_FloatArray | None, float],
+        warm: pl.Series | None,
+    ) -> pl.Series:
+        self._total_weight = weights[1]
+        return self._cv_models(self._options(weights[1]), frame, features, labels, weights)
 
     def _usable_warm_start(self, n_models: int, same_classes: bool = True) -> pl.Series | None:
         return None  # each fit_cv warm-starts along its own path
@@ -1021,20 +1036,6 @@ feature_names_in_
         self.class_weight = class_weight
         self.random_state = random_state
 
-    C = None  # the grid replaces it; SDCAClassifier's plumbing reads l2 then
-    warm_start = False
-
-    def _fit_models(
-        self,
-        frame: pl.DataFrame,
-        features: str | list[str],
-        labels: dict[str, pl.Series],
-        weights: tuple[_FloatArray | None, float],
-        warm: pl.Series | None,
-    ) -> pl.Series:
-        self._total_weight = weights[1]
-        return self._cv_models(self._options(weights[1]), frame, features, labels, weights)
-
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> SDCAClassifierCV:
         """Cross-validate the grid and refit, in one Polars query.
 
@@ -1184,20 +1185,6 @@ check_every, fit_intercept, intercept_scaling, max_seconds, random_state
         self.intercept_scaling = intercept_scaling
         self.max_seconds = max_seconds
         self.random_state = random_state
-
-    C = None
-    warm_start = False
-
-    def _fit_models(
-        self,
-        frame: pl.DataFrame,
-        features: str | list[str],
-        labels: dict[str, pl.Series],
-        weights: tuple[_FloatArray | None, float],
-        warm: pl.Series | None,
-    ) -> pl.Series:
-        self._total_weight = weights[1]
-        return self._cv_models(self._options(weights[1]), frame, features, labels, weights)
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> SDCARegressorCV:
         """Cross-validate the grid and refit.
