@@ -159,11 +159,14 @@ impl Objective<'_> {
     }
 
     /// `x_i . w + b`; its error is [`DOT`] times its terms and the label (the loss of a
-    /// regression row reads `a - y`).
+    /// regression row reads `a - y`), plus the absolute error of each product that underflows
+    /// (at most `2^-1074`, with no relative precision left): a huge sample weight or `1 / l2`
+    /// magnifies it (fuzz: subnormal features, weights `1e219`, every score rounded to 0).
     fn score(&self, i: usize, coef: &[f64], intercept: f64) -> Score {
         let terms = self.row(i).iter().zip(coef).map(|(x, w)| x * w);
         let (a, size) = terms.fold((intercept, intercept.abs()), |(a, m), t| (a + t, m + t.abs()));
-        Score { a, error: DOT * (size + self.y[i].abs()) }
+        let underflow = (self.d + 1) as f64 * f64::from_bits(1);
+        Score { a, error: DOT * (size + self.y[i].abs()) + underflow }
     }
 
     /// The loss of row `i` at score `a` and how much it can move within the score's error.
@@ -194,7 +197,8 @@ impl Objective<'_> {
         let error = REL * value
             + moved / nf
             + 2.0 * self.l2 * slot * slot * slot_digits
-            + self.underflow_of_squares();
+            + self.underflow_of_squares()
+            + self.underflow_of_rows();
         Value { value, error }
     }
 
@@ -233,8 +237,19 @@ impl Objective<'_> {
         let moved = self.l2 * w.iter().zip(&error).map(|(w, e)| (w.abs() + e) * e).sum::<f64>();
         Value {
             value: -conj / nf - reg,
-            error: REL * (size / nf + reg) + moved + self.underflow_of_squares(),
+            error: REL * (size / nf + reg) + moved + self.underflow_of_squares() + self.underflow_of_rows(),
         }
+    }
+
+    /// Absolute slack of the weighted row terms: each of the few operations that make a row's
+    /// loss, conjugate or `alpha a` term (and this file's own `phi(a +- e) - phi(a)`) loses up
+    /// to `2^-1074` when its result underflows, before the row's weight multiplies it. A huge
+    /// weight magnifies that (fuzz: weights `3.6e233`, labels `1e-150`, duals `1e-235`: every
+    /// `alpha_i a_i` is 0 in one order of evaluation and `1.6e-152 / n` in another).
+    fn underflow_of_rows(&self) -> f64 {
+        const OPS_PER_ROW: f64 = 8.0;
+        let weights: f64 = (0..self.n()).map(|i| self.weight(i).max(0.0)).sum();
+        OPS_PER_ROW * f64::from_bits(1) * weights / self.n() as f64
     }
 
     /// Absolute slack of `(l2 / 2) ||w||^2`: each square below `f64::MIN_POSITIVE` keeps no
