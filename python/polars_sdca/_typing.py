@@ -25,7 +25,7 @@ Loss = Literal[
 ]
 """Names accepted by ``loss=`` (DESIGN.md section 3)."""
 
-Solver = Literal["auto", "sdca", "accelerated", "pdprox", "newton"]
+Solver = Literal["auto", "sdca", "accelerated", "pdprox", "newton", "cd"]
 GroupNorm = Literal["l2", "linf"]
 PdproxOutput = Literal["last", "average"]
 PdproxVariant = Literal["dual", "primal"]

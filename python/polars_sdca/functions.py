@@ -242,15 +242,19 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
             Parameters of "smooth_hinge" and "multiclass_smooth_hinge" (default 1),
             "epsilon_insensitive" (default 0.1) and "quantile" (the level, in (0, 1);
             default 0.5).
-        solver : {"auto", "sdca", "accelerated", "pdprox", "newton"}
+        solver : {"auto", "sdca", "accelerated", "pdprox", "newton", "cd"}
             Solver (default "auto": "newton" for a ridge problem (``l1 = 0``, ``l2 > 0``)
             with at most 31 features and loss "logistic", "squared", "squared_hinge" or
-            "smooth_hinge", unless ``sampling="gap"``; else accelerated Prox-SDCA when
+            "smooth_hinge", unless ``sampling="gap"``; "cd" for the squared loss with
+            ``l1 > 0`` (Lasso and elastic net); else accelerated Prox-SDCA when
             ``R^2 / (gamma l2) > 10 n`` for a ``1/gamma``-smooth loss, plain (Prox-)SDCA
             otherwise). The model's ``solver`` field says which ran. "newton" is damped
             Newton on the primal for those losses and ridge problems (at most 512
             features): a few passes of ``O(n d^2)`` each, with the same certified gap;
             ``epochs`` counts its passes, ``gap_trace`` has one entry per iterate.
+            "cd" is cyclic coordinate descent on the primal for the squared loss
+            (``l2 = 0`` allowed, solved as it is) with dynamic Gap Safe screening: the
+            model's duals are matched to its scores, the gap is certified the same way.
             "pdprox" is the primal-dual prox method for a
             non-smooth loss with a non-smooth penalty (losses "hinge", "absolute",
             "epsilon_insensitive", "quantile"; ``l2 = 0`` allowed; group penalties); each

@@ -333,7 +333,7 @@ class SDCAClassifier(ClassifierMixin, _SDCAModel):  # type: ignore[misc]
         L1 strength (elastic net by Prox-SDCA).
     smoothing, epsilon, quantile : float, default=1.0, 0.1, 0.5
         Parameters of "smooth_hinge", "epsilon_insensitive" and "quantile".
-    solver : {"auto", "sdca", "accelerated", "pdprox", "newton"}, default="auto"
+    solver : {"auto", "sdca", "accelerated", "pdprox", "newton", "cd"}, default="auto"
         Plugin solver (see :func:`polars_sdca.fit`; the pdprox-only options ``groups``,
         ``group_norm``, ``output`` and ``pdprox_variant`` are in the expression API).
     sampling : {"permutation", "uniform", "gap"}, default="permutation"

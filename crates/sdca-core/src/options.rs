@@ -121,7 +121,7 @@ pub const FIT_OPTIONS: &[Spec] = &[
         "solver",
         Choice(SolverKind::NAMES),
         Text("auto"),
-        "the solver (auto picks newton, accelerated or sdca)",
+        "the solver (auto picks newton, cd, accelerated or sdca)",
         "all",
     ),
     spec(

@@ -266,7 +266,7 @@ pub(crate) fn chosen(kind: SolverKind, gamma: f64, r2: f64, l2: f64, n: usize) -
     }
     let condition = r2 / (gamma * l2);
     match kind {
-        SolverKind::Sdca | SolverKind::Pdprox | SolverKind::Newton => false,
+        SolverKind::Sdca | SolverKind::Pdprox | SolverKind::Newton | SolverKind::Cd => false,
         // The shift kappa n w multiplies the squared row norms by n: at extreme feature scales it
         // overflows, while plain SDCA's updates are scale-free, so auto keeps those on SDCA.
         SolverKind::Auto => condition > 10.0 * n as f64 && r2 * (n as f64) < 1e150,

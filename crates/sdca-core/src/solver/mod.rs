@@ -21,6 +21,7 @@
 //! `newton`, `pdprox`, `cocoa`). Every solver of a fit reads one `Context`.
 
 pub mod accelerated;
+mod cd;
 mod cocoa;
 mod driver;
 pub mod lasso;
@@ -76,12 +77,23 @@ impl<'p, 'a, D: Rows, L: BlockLoss> Context<'p, 'a, D, L> {
     /// when `cfg.l2` is 0 (except for Pdprox, which solves `l2 = 0` as it is). The clock starts
     /// now.
     fn new(problem: &'p Problem<'a, D>, loss: L, cfg: &'p FitConfig) -> Result<Self> {
-        let lasso = match cfg.solver {
-            SolverKind::Pdprox => None,
-            _ => Reduction::of(problem, loss, cfg)?,
-        };
+        let lasso = Reduction::of(problem, loss, cfg)?;
+        Ok(Self::with(problem, loss, cfg, lasso))
+    }
+
+    /// The context of a fit that solves `l2 = 0` as it is (Pdprox, coordinate descent).
+    fn exact(problem: &'p Problem<'a, D>, loss: L, cfg: &'p FitConfig) -> Self {
+        Self::with(problem, loss, cfg, None)
+    }
+
+    fn with(
+        problem: &'p Problem<'a, D>,
+        loss: L,
+        cfg: &'p FitConfig,
+        lasso: Option<Reduction<'p, 'a, D, L>>,
+    ) -> Self {
         let l2 = lasso.as_ref().map_or(cfg.l2, |r| r.l2_used);
-        Ok(Self {
+        Self {
             problem,
             loss,
             cfg,
@@ -90,7 +102,7 @@ impl<'p, 'a, D: Rows, L: BlockLoss> Context<'p, 'a, D, L> {
             judge: Judge::new(cfg.tol, lasso),
             clock: Clock::new(cfg),
             rng: Xoshiro256PlusPlus::seed_from_u64(cfg.seed),
-        })
+        }
     }
 
     /// The value of the constant feature that carries the intercept (0 without one).
@@ -145,13 +157,15 @@ pub fn fit_from<D: Rows>(
     let (d, k) = (problem.x.n_cols(), problem.n_outputs);
     crate::budget::check_linear(&cfg.budget(), problem.n(), d, k, crate::budget::Width::Features)?;
     let w = Warm::start(warm, d, k, cfg.intercept_scaling)?;
-    let fit = if cfg.solver == SolverKind::Pdprox {
+    let primal_cd = cd::chosen(cfg)?;
+    let fit = if cfg.solver == SolverKind::Pdprox || primal_cd {
         with_scalar_loss!(cfg.loss, |loss| {
-            let mut ctx = Context::new(problem, loss, cfg)?;
-            let out = pdprox::run(&mut ctx, w)?;
+            let mut ctx = Context::exact(problem, loss, cfg);
+            let out = if primal_cd { cd::run(&mut ctx, w)? } else { pdprox::run(&mut ctx, w)? };
             ctx.finish(out)
         }, multiclass => return Err(SdcaError::Internal(format!(
-            "pdprox reached with loss {:?}, which the config rejects; please report",
+            "{} reached with loss {:?}, which the config rejects; please report",
+            cfg.solver.name(),
             cfg.loss.name()
         ))))
     } else {

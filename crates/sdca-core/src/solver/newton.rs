@@ -222,7 +222,7 @@ pub(crate) fn chosen(cfg: &FitConfig, d: usize) -> Result<bool> {
             && cfg.l2 > 0.0
             && cfg.sampling != Sampling::Gap
             && d < NEWTON_AUTO_MAX_DIM),
-        SolverKind::Sdca | SolverKind::Accelerated | SolverKind::Pdprox => Ok(false),
+        SolverKind::Sdca | SolverKind::Accelerated | SolverKind::Pdprox | SolverKind::Cd => Ok(false),
     }
 }
 

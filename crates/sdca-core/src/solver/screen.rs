@@ -79,15 +79,17 @@ impl Columns {
     }
 }
 
-/// A certificate of the full problem at a model and the dual point's `u` (module docs).
-struct DualPoint {
-    certificate: Certificate,
-    u: Vec<f64>,
+/// A certificate of the full problem at a model, its feasible duals `theta` and their `u`
+/// (module docs).
+pub(crate) struct DualPoint {
+    pub certificate: Certificate,
+    pub u: Vec<f64>,
+    pub theta: Vec<f64>,
 }
 
 /// The certificate at the model (`coef`, `intercept`) with its matched duals moved into the
 /// feasible set, and their `u` (module docs). Two passes over the rows.
-fn dual_point<D: Rows, L: Loss>(
+pub(crate) fn dual_point<D: Rows, L: Loss>(
     problem: &Problem<'_, D>,
     loss: L,
     cfg: &FitConfig,
@@ -163,8 +165,9 @@ fn dual_point<D: Rows, L: Loss>(
         let feats: f64 = u.iter().map(|&v| soft_threshold(v, l1).powi(2)).sum();
         dual -= (feats + u_c * u_c) / (2.0 * l2);
     }
+    // A dual above the primal is rounding (weak duality): the gap is then 0 and `D` is `P`.
     let gap = (primal - dual).max(0.0);
-    DualPoint { certificate: Certificate { primal, dual, gap }, u }
+    DualPoint { certificate: Certificate { primal, dual: dual.min(primal), gap }, u, theta }
 }
 
 /// The sequential Gap Safe test of the problem `cfg` describes, from the model (`coef`,
@@ -187,7 +190,7 @@ pub fn gap_safe<D: Rows>(
     let point = with_scalar_loss!(cfg.loss, |loss| {
         (dual_point(problem, loss, cfg, coef, intercept), Loss::smoothness(&loss))
     }, multiclass => return Ok(vec![false; d]));
-    let (DualPoint { certificate: c, u }, gamma) = point;
+    let (DualPoint { certificate: c, u, .. }, gamma) = point;
     // The gap computes as a difference: add its rounding error before taking the root.
     let gap = c.gap + 8.0 * f64::EPSILON * (c.primal.abs() + c.dual.abs());
     let reach = (2.0 * gap / (gamma * problem.n() as f64)).sqrt();

@@ -252,6 +252,35 @@ impl Objective<'_> {
         OPS_PER_ROW * f64::from_bits(1) * weights / self.n() as f64
     }
 
+    /// The Lasso's (`l2 = 0`) dual at `theta`, `D_0(theta) = -(1/n) sum_i s_i phi*(-theta_i)`,
+    /// or why `theta` is not in its feasible set: `|u_j| <= l1` with `u = (1/n) sum_i s_i
+    /// theta_i x_i`, and `sum_i s_i theta_i = 0` with an (unpenalised) intercept, each within
+    /// [`DOT`] times its terms.
+    pub fn lasso_dual(&self, theta: &[f64]) -> Result<Value, String> {
+        let nf = self.n() as f64;
+        let (mut u, mut size) = (vec![0.0; self.d + 1], vec![0.0; self.d + 1]);
+        let (mut conj, mut parts) = (0.0, 0.0);
+        for (i, &t) in theta.iter().enumerate().filter(|&(i, _)| self.weight(i) > 0.0) {
+            let st = self.weight(i) * t;
+            for ((uj, mj), x) in u.iter_mut().zip(&mut size).zip(self.row(i).iter().chain([&self.bias])) {
+                *uj += st * x / nf;
+                *mj += (st * x / nf).abs();
+            }
+            let (value, terms) = conj_neg(self.loss, t, self.y[i]);
+            conj += self.weight(i) * value;
+            parts += self.weight(i) * terms;
+        }
+        for j in 0..self.d {
+            if u[j].abs() > self.l1 * (1.0 + 1e-12) + DOT * size[j] + UNDERFLOW {
+                return Err(format!("lasso dual infeasible: |u_{j}| = {} > l1 = {}", u[j].abs(), self.l1));
+            }
+        }
+        if self.bias > 0.0 && u[self.d].abs() > DOT * size[self.d] + UNDERFLOW {
+            return Err(format!("lasso dual infeasible: sum_i s_i theta_i c / n = {} != 0", u[self.d]));
+        }
+        Ok(Value { value: -conj / nf, error: REL * parts / nf + self.underflow_of_rows() })
+    }
+
     /// Absolute slack of `(l2 / 2) ||w||^2`: each square below `f64::MIN_POSITIVE` keeps no
     /// relative precision, and a huge `l2` (the fuzz target reaches `1e219`) magnifies what it
     /// lost into the range of the objective itself.
@@ -278,8 +307,9 @@ impl Objective<'_> {
 /// contract, recomputing everything here: every output finite (gap trace: `>= 0`, `+inf`
 /// allowed); the certificate's `gap >= 0`, `P >= D` and `P - D = gap`; its primal equal to
 /// `P(coef, intercept)`; every dual in its loss's domain; `coef` the primal point `w(alpha)` of
-/// the returned duals (except for Newton's primal iterate); the gap `P - D` of the problem actually solved (`l2_used`) `>= 0` and
-/// equal to the returned one; a converged fit within `tol`. Equalities hold within the
+/// the returned duals (except for Newton's and coordinate descent's primal iterates); the gap
+/// `P - D` of the problem actually solved (`l2_used`) `>= 0` and equal to the returned one (a
+/// Lasso solved as it is: `alpha` feasible for its dual, whose value is the certificate's); a converged fit within `tol`. Equalities hold within the
 /// rounding allowances above. Returns the first violation.
 pub fn check_fit(
     x: &[f64],
@@ -353,6 +383,18 @@ pub fn check_fit(
     if r.solver == "pdprox" {
         return Ok(());
     }
+    // Coordinate descent solves the Lasso as it is and returns its feasible duals: the
+    // certificate's dual is theirs.
+    if r.l2_used == 0.0 {
+        let dual = user.lasso_dual(&r.alpha)?;
+        if (dual.value - c.dual).abs() > dual.error + REL * c.primal.abs() + UNDERFLOW {
+            return Err(format!(
+                "certificate dual {} != D_0(alpha) = {} +- {}",
+                c.dual, dual.value, dual.error
+            ));
+        }
+        return Ok(());
+    }
     // The problem actually solved: the user's, or the Lasso's elastic net with l2_used.
     if cfg.l2 > 0.0 && (r.l2_used != cfg.l2 || r.solved_gap != c.gap) {
         return Err(format!("l2 > 0 but l2_used {} / solved_gap {} differ", r.l2_used, r.solved_gap));
@@ -377,10 +419,11 @@ pub fn check_fit(
         }
         return Ok(());
     }
-    // Newton returns its primal iterate and the duals `-phi'(x_i . w + b)` matched to it row by
-    // row, so `coef` is `w(alpha)` only at the optimum (`solver/newton.rs`); its gap is still
-    // the exact `P - D` of that pair, checked below.
-    if r.solver != "newton" {
+    // Newton and coordinate descent return their primal iterate and the duals
+    // `-phi'(x_i . w + b)` matched to it row by row, so `coef` is `w(alpha)` only at the optimum
+    // (`solver/newton.rs`, `solver/cd.rs`); their gap is still the exact `P - D` of that pair,
+    // checked below.
+    if !matches!(r.solver, "newton" | "cd") {
         let (w, slot_error) = solved.model_of(&r.alpha);
         let c = cfg.intercept_scaling;
         let mut slots: Vec<(f64, f64, f64)> = (0..d).map(|j| (r.coef[j], w[j], slot_error[j])).collect();
