@@ -5,7 +5,15 @@
 //! `l2_used` and `solved_gap` describe the problem actually solved: they differ from `l2` and
 //! `gap` only for the Lasso (`l2 = 0`), solved as an elastic net with a small `l2_used`.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use polars::prelude::*;
+use polars_arrow::array::{
+    new_null_array, Array, BooleanArray, ListArray, PrimitiveArray, StructArray, Utf8ViewArray,
+};
+use polars_arrow::datatypes::ArrowDataType;
+use polars_arrow::offset::OffsetsBuffer;
 use sdca_core::{FitResult, RowOutputs};
 
 fn list(dt: DataType) -> DataType {
@@ -108,8 +116,136 @@ pub struct ModelMeta<'a> {
     pub l1: f64,
 }
 
+/// The model struct's dtype for one label dtype and its physical Arrow type, with the Arrow
+/// type of each field: built once per thread and reused while the label dtype stays the same
+/// (a `group_by().agg` builds one model per group).
+struct ModelType {
+    label: DataType,
+    multiclass: bool,
+    dtype: DataType,
+    arrow: ArrowDataType,
+    children: Vec<ArrowDataType>,
+}
+
+thread_local! {
+    static MODEL_TYPE: RefCell<Option<Rc<ModelType>>> = const { RefCell::new(None) };
+}
+
+fn model_type(label: &DataType, multiclass: bool) -> Rc<ModelType> {
+    MODEL_TYPE.with(|cell| {
+        if let Some(t) = cell.borrow().as_ref() {
+            if t.multiclass == multiclass && &t.label == label {
+                return Rc::clone(t);
+            }
+        }
+        let dtype = DataType::Struct(model_fields(label, multiclass));
+        let arrow = dtype.to_physical().to_arrow(CompatLevel::newest());
+        let children = match &arrow {
+            ArrowDataType::Struct(fields) => fields.iter().map(|f| f.dtype().clone()).collect(),
+            _ => Vec::new(),
+        };
+        let t = Rc::new(ModelType { label: label.clone(), multiclass, dtype, arrow, children });
+        *cell.borrow_mut() = Some(Rc::clone(&t));
+        t
+    })
+}
+
+/// A one-row list of `values` (an Arrow array of the list's child type).
+fn one_list(dtype: &ArrowDataType, values: Box<dyn Array>) -> PolarsResult<Box<dyn Array>> {
+    let len = i64::try_from(values.len()).map_err(|_| polars_err!(ComputeError: "list too long"))?;
+    Ok(ListArray::<i64>::try_new(dtype.clone(), OffsetsBuffer::one_with_length(len), values, None)?.boxed())
+}
+
+fn f64s(v: &[f64]) -> Box<dyn Array> {
+    PrimitiveArray::<f64>::from_slice(v).boxed()
+}
+
+fn text(v: &str) -> Box<dyn Array> {
+    Utf8ViewArray::from_slice_values([v]).boxed()
+}
+
 /// A one-row model struct from a successful fit.
+///
+/// Built as one Arrow struct array from the fields' arrays, against the cached [`ModelType`]:
+/// one `Series` per field and `StructChunked::from_series` cost about 75,000 instructions a
+/// model (callgrind), as much as the fit of a 50-row group. A label dtype whose physical array
+/// does not match the cached type (which `try_new` checks) takes [`model_by_series`].
 pub fn model(
+    name: &str,
+    meta: &ModelMeta<'_>,
+    fit: &FitResult,
+    classes: Option<&Series>,
+    n_rows: usize,
+) -> PolarsResult<Series> {
+    match model_by_arrays(name, meta, fit, classes, n_rows) {
+        Ok(s) => Ok(s),
+        Err(_) => model_by_series(name, meta, fit, classes, n_rows),
+    }
+}
+
+fn model_by_arrays(
+    name: &str,
+    meta: &ModelMeta<'_>,
+    fit: &FitResult,
+    classes: Option<&Series>,
+    n_rows: usize,
+) -> PolarsResult<Series> {
+    let t = model_type(meta.label_dtype, meta.multiclass);
+    let Some(ch) = t.children.get(..18) else { polars_bail!(ComputeError: "model type") };
+    let c = fit.certificate;
+    let (coef, intercept) = if meta.multiclass {
+        let k = fit.n_outputs;
+        let m = fit.coef.len().checked_div(k).unwrap_or(0);
+        let inner = match &ch[0] {
+            ArrowDataType::LargeList(f) => f.dtype().clone(),
+            _ => polars_bail!(ComputeError: "model type"),
+        };
+        let offsets: Vec<i64> = (0..=k).map(|r| (r * m) as i64).collect();
+        let rows =
+            ListArray::<i64>::try_new(inner, OffsetsBuffer::try_from(offsets)?, f64s(&fit.coef), None)?;
+        (one_list(&ch[0], rows.boxed())?, one_list(&ch[1], f64s(&fit.intercept))?)
+    } else {
+        polars_ensure!(fit.intercept.len() == 1, ComputeError: "one intercept");
+        (one_list(&ch[0], f64s(&fit.coef))?, f64s(&fit.intercept))
+    };
+    let classes = match classes {
+        Some(s) => {
+            let s = s.rechunk();
+            let Some(values) = s.chunks().first() else { polars_bail!(ComputeError: "no chunk") };
+            one_list(&ch[2], values.clone())?
+        }
+        None => new_null_array(ch[2].clone(), 1),
+    };
+    let fields = vec![
+        coef,
+        intercept,
+        classes,
+        text(meta.loss),
+        f64s(&[meta.l2]),
+        f64s(&[meta.l1]),
+        f64s(&[fit.l2_used]),
+        text(fit.solver),
+        f64s(&[c.primal]),
+        f64s(&[c.dual]),
+        f64s(&[c.gap]),
+        f64s(&[fit.solved_gap]),
+        PrimitiveArray::<u32>::from_slice([fit.epochs]).boxed(),
+        BooleanArray::from_slice([fit.converged()]).boxed(),
+        one_list(&ch[14], f64s(&fit.gap_trace))?,
+        PrimitiveArray::<u64>::from_slice([n_rows as u64]).boxed(),
+        PrimitiveArray::<u64>::from_slice([(fit.coef.len() / fit.n_outputs.max(1)) as u64]).boxed(),
+        text(fit.status.as_str()),
+    ];
+    let array = StructArray::try_new(t.arrow.clone(), 1, fields, None)?.boxed();
+    // SAFETY: `try_new` checked every field's array against the struct's Arrow type, which is
+    // `t.dtype`'s physical type: what `StructChunked::from_series` builds and then passes to
+    // the same constructor.
+    let ca = unsafe { StructChunked::from_chunks_and_dtype(name.into(), vec![array], t.dtype.clone()) };
+    Ok(ca.into_series())
+}
+
+/// [`model`] from one `Series` per field (any label dtype).
+fn model_by_series(
     name: &str,
     meta: &ModelMeta<'_>,
     fit: &FitResult,
