@@ -177,23 +177,44 @@ pub fn status_of(e: &PolarsError) -> String {
     }
 }
 
-/// `fit`: one model row for the group.
-pub fn model(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
+/// One group's fit as a model row sees it.
+pub enum Fitted {
+    /// A fit, the classes of a classification loss and the number of rows fitted.
+    Model { fit: FitResult, classes: Option<Series>, n_rows: usize },
+    /// A failed fit under `on_error="null"`: the status text.
+    Failed(String),
+}
+
+/// Fits one group, with `on_error` applied: `Ok(Fitted::Failed)` for a failed fit under
+/// `on_error="null"` (an interrupt is always an error).
+pub fn fit_one(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Fitted> {
     check_policies(kw)?;
     let mut cfg = kw.params.check().map_err(param)?;
     cfg.interrupt = interrupt::arm();
     cfg.memory_budget = convert::default_budget();
-    let label = &inputs[0];
-    let meta = meta(label, kw);
     let result = prepare(inputs, kw, &cfg).and_then(|g| {
         let (fit, _) = solve(&g, &cfg, false)?;
-        output::model(label.name(), &meta, &fit, g.labels.classes.as_ref(), g.labels.y.len())
+        let n_rows = g.labels.y.len();
+        Ok(Fitted::Model { fit, classes: g.labels.classes, n_rows })
     });
     match result {
-        Err(e) if kw.on_error == "null" && !interrupt::is_interrupt(&e) => {
-            output::null_model(label.name(), &meta, &status_of(&e))
-        }
+        Err(e) if kw.on_error == "null" && !interrupt::is_interrupt(&e) => Ok(Fitted::Failed(status_of(&e))),
         other => other,
+    }
+}
+
+/// `fit`: one model row for the group.
+pub fn model(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
+    let label = &inputs[0];
+    let meta = meta(label, kw);
+    match fit_one(inputs, kw)? {
+        Fitted::Model { fit, classes, n_rows } => {
+            match output::model(label.name(), &meta, &fit, classes.as_ref(), n_rows) {
+                Err(e) if kw.on_error == "null" => output::null_model(label.name(), &meta, &status_of(&e)),
+                other => other,
+            }
+        }
+        Fitted::Failed(status) => output::null_model(label.name(), &meta, &status),
     }
 }
 

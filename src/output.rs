@@ -16,6 +16,8 @@ use polars_arrow::datatypes::ArrowDataType;
 use polars_arrow::offset::OffsetsBuffer;
 use sdca_core::{FitResult, RowOutputs};
 
+use crate::fit::Fitted;
+
 fn list(dt: DataType) -> DataType {
     DataType::List(Box::new(dt))
 }
@@ -240,6 +242,174 @@ fn model_by_arrays(
     // SAFETY: `try_new` checked every field's array against the struct's Arrow type, which is
     // `t.dtype`'s physical type: what `StructChunked::from_series` builds and then passes to
     // the same constructor.
+    let ca = unsafe { StructChunked::from_chunks_and_dtype(name.into(), vec![array], t.dtype.clone()) };
+    Ok(ca.into_series())
+}
+
+/// Offsets of a list column whose rows have the given lengths.
+fn offsets(lengths: impl Iterator<Item = usize>) -> PolarsResult<OffsetsBuffer<i64>> {
+    let mut out = vec![0i64];
+    let mut end = 0i64;
+    for len in lengths {
+        end += i64::try_from(len).map_err(|_| polars_err!(ComputeError: "list too long"))?;
+        out.push(end);
+    }
+    OffsetsBuffer::try_from(out)
+}
+
+/// A list column of `f64` rows (`None`: a null row).
+fn f64_lists(dtype: &ArrowDataType, rows: &[Option<&[f64]>]) -> PolarsResult<Box<dyn Array>> {
+    let values: Vec<f64> = rows.iter().flatten().flat_map(|r| r.iter().copied()).collect();
+    let validity = rows.iter().any(|r| r.is_none()).then(|| rows.iter().map(|r| r.is_some()).collect());
+    let offsets = offsets(rows.iter().map(|r| r.map_or(0, |v| v.len())))?;
+    Ok(ListArray::<i64>::try_new(dtype.clone(), offsets, f64s(&values), validity)?.boxed())
+}
+
+/// The model rows of many groups as one struct column ([`crate::groups::fit_models`]): the
+/// same fields, dtypes and values as one [`model`] or [`null_model`] per group stacked, built
+/// field by field. Falls back to stacking those when a label's physical array does not match
+/// the cached type.
+pub fn models(name: &str, meta: &ModelMeta<'_>, fitted: &[Fitted]) -> PolarsResult<Series> {
+    match models_by_arrays(name, meta, fitted) {
+        Ok(s) => Ok(s),
+        Err(_) => {
+            let mut out: Option<Series> = None;
+            for f in fitted {
+                let m = match f {
+                    Fitted::Model { fit, classes, n_rows } => {
+                        model_by_series(name, meta, fit, classes.as_ref(), *n_rows)?
+                    }
+                    Fitted::Failed(status) => null_model(name, meta, status)?,
+                };
+                match out.as_mut() {
+                    Some(s) => {
+                        s.append(&m)?;
+                    }
+                    None => out = Some(m),
+                }
+            }
+            let out = out.ok_or_else(|| polars_err!(ComputeError: "fit_groups: the frame has no rows"))?;
+            Ok(out.rechunk())
+        }
+    }
+}
+
+fn models_by_arrays(name: &str, meta: &ModelMeta<'_>, fitted: &[Fitted]) -> PolarsResult<Series> {
+    let t = model_type(meta.label_dtype, meta.multiclass);
+    let Some(ch) = t.children.get(..18) else { polars_bail!(ComputeError: "model type") };
+    let n = fitted.len();
+    let fits: Vec<Option<&FitResult>> = fitted
+        .iter()
+        .map(|f| match f {
+            Fitted::Model { fit, .. } => Some(fit),
+            Fitted::Failed(_) => None,
+        })
+        .collect();
+    let each = |f: fn(&FitResult) -> f64| -> Box<dyn Array> {
+        PrimitiveArray::<f64>::from_iter(fits.iter().map(|r| r.map(f))).boxed()
+    };
+    let coefs: Vec<Option<&[f64]>> = fits.iter().map(|r| r.map(|f| f.coef.as_slice())).collect();
+    let intercepts: Vec<Option<&[f64]>> = fits.iter().map(|r| r.map(|f| f.intercept.as_slice())).collect();
+    let (coef, intercept) = if meta.multiclass {
+        // `coef`: per group a list of `k` rows of `m` values.
+        let inner_dtype = match &ch[0] {
+            ArrowDataType::LargeList(f) => f.dtype().clone(),
+            _ => polars_bail!(ComputeError: "model type"),
+        };
+        let mut row_lengths = Vec::new();
+        let mut per_group = Vec::with_capacity(n);
+        for r in &fits {
+            let k = r.map_or(0, |f| f.n_outputs);
+            let m = r.map_or(0, |f| f.coef.len().checked_div(k).unwrap_or(0));
+            row_lengths.extend(std::iter::repeat_n(m, k));
+            per_group.push(k);
+        }
+        let values: Vec<f64> = fits.iter().flatten().flat_map(|f| f.coef.iter().copied()).collect();
+        let rows =
+            ListArray::<i64>::try_new(inner_dtype, offsets(row_lengths.into_iter())?, f64s(&values), None)?;
+        let validity = fits.iter().any(|r| r.is_none()).then(|| fits.iter().map(|r| r.is_some()).collect());
+        let coef = ListArray::<i64>::try_new(
+            ch[0].clone(),
+            offsets(per_group.into_iter())?,
+            rows.boxed(),
+            validity,
+        )?;
+        (coef.boxed(), f64_lists(&ch[1], &intercepts)?)
+    } else {
+        polars_ensure!(fits.iter().flatten().all(|f| f.intercept.len() == 1), ComputeError: "one intercept");
+        (f64_lists(&ch[0], &coefs)?, each(|f| f.intercept[0]))
+    };
+    let classes = {
+        let mut arrays: Vec<Box<dyn Array>> = Vec::new();
+        let mut lengths = Vec::with_capacity(n);
+        let mut valid = Vec::with_capacity(n);
+        for f in fitted {
+            match f {
+                Fitted::Model { classes: Some(c), .. } => {
+                    let c = c.rechunk();
+                    let Some(values) = c.chunks().first() else { polars_bail!(ComputeError: "no chunk") };
+                    lengths.push(values.len());
+                    arrays.push(values.clone());
+                    valid.push(true);
+                }
+                _ => {
+                    lengths.push(0);
+                    valid.push(false);
+                }
+            }
+        }
+        let child = match &ch[2] {
+            ArrowDataType::LargeList(f) => f.dtype().clone(),
+            _ => polars_bail!(ComputeError: "model type"),
+        };
+        let refs: Vec<&dyn Array> = arrays.iter().map(|a| a.as_ref()).collect();
+        let values = if refs.is_empty() {
+            polars_arrow::array::new_empty_array(child)
+        } else {
+            polars_arrow::compute::concatenate::concatenate(&refs)?
+        };
+        let validity = valid.iter().any(|v| !v).then(|| valid.iter().copied().collect());
+        ListArray::<i64>::try_new(ch[2].clone(), offsets(lengths.into_iter())?, values, validity)?.boxed()
+    };
+    let traces: Vec<Option<&[f64]>> = fits.iter().map(|r| r.map(|f| f.gap_trace.as_slice())).collect();
+    let status: Vec<&str> = fitted
+        .iter()
+        .map(|f| match f {
+            Fitted::Model { fit, .. } => fit.status.as_str(),
+            Fitted::Failed(s) => s.as_str(),
+        })
+        .collect();
+    let fields = vec![
+        coef,
+        intercept,
+        classes,
+        Utf8ViewArray::from_slice_values(vec![meta.loss; n]).boxed(),
+        f64s(&vec![meta.l2; n]),
+        f64s(&vec![meta.l1; n]),
+        each(|f| f.l2_used),
+        Utf8ViewArray::from_slice(fits.iter().map(|r| r.map(|f| f.solver)).collect::<Vec<_>>()).boxed(),
+        each(|f| f.certificate.primal),
+        each(|f| f.certificate.dual),
+        each(|f| f.certificate.gap),
+        each(|f| f.solved_gap),
+        PrimitiveArray::<u32>::from_iter(fits.iter().map(|r| r.map(|f| f.epochs))).boxed(),
+        BooleanArray::from_slice(fits.iter().map(|r| r.is_some_and(|f| f.converged())).collect::<Vec<_>>())
+            .boxed(),
+        f64_lists(&ch[14], &traces)?,
+        PrimitiveArray::<u64>::from_iter(fitted.iter().map(|f| match f {
+            Fitted::Model { n_rows, .. } => Some(*n_rows as u64),
+            Fitted::Failed(_) => None,
+        }))
+        .boxed(),
+        PrimitiveArray::<u64>::from_iter(
+            fits.iter().map(|r| r.map(|f| (f.coef.len() / f.n_outputs.max(1)) as u64)),
+        )
+        .boxed(),
+        Utf8ViewArray::from_slice_values(status).boxed(),
+    ];
+    let array = StructArray::try_new(t.arrow.clone(), n, fields, None)?.boxed();
+    // SAFETY: as in `model_by_arrays`, `try_new` checked every field against `t.dtype`'s
+    // physical Arrow type.
     let ca = unsafe { StructChunked::from_chunks_and_dtype(name.into(), vec![array], t.dtype.clone()) };
     Ok(ca.into_series())
 }
