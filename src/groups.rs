@@ -12,6 +12,7 @@
 use polars::prelude::*;
 use rayon::prelude::*;
 
+use crate::convert;
 use crate::error::compute;
 use crate::fit;
 use crate::kwargs::FitKwargs;
@@ -52,13 +53,18 @@ pub fn n_data_inputs(kw: &FitKwargs) -> usize {
         + usize::from(kw.layout.has_folds)
 }
 
-/// Runs `per_group` on every group's data inputs, in parallel; rows with a null key form their
+/// Each group's data inputs: the rows `idx` of every column.
+fn take(data: &[Series], idx: &IdxCa) -> PolarsResult<Vec<Series>> {
+    data.iter().map(|s| s.take(idx)).collect()
+}
+
+/// Runs `per_group` on the data inputs and every group's rows, in parallel; rows with a null key form their
 /// own group, as in `group_by`. Returns the per-group values (in group-id order) and the key
 /// fields (each group's first key values).
 fn map_groups<T: Send>(
     inputs: &[Series],
     kw: &FitKwargs,
-    per_group: impl Fn(&[Series]) -> PolarsResult<T> + Sync,
+    per_group: impl Fn(&[Series], &IdxCa) -> PolarsResult<T> + Sync,
 ) -> PolarsResult<(Vec<T>, Vec<Series>)> {
     let (data, id, keys) = split_inputs(inputs, kw)?;
     let id = id.cast(&DataType::UInt64)?;
@@ -85,8 +91,7 @@ fn map_groups<T: Send>(
         .into_par_iter()
         .map(|idx| {
             let idx = IdxCa::from_vec("".into(), idx);
-            let part: Vec<Series> = data.iter().map(|s| s.take(&idx)).collect::<PolarsResult<_>>()?;
-            per_group(&part).map_err(|e| match keys.first() {
+            per_group(data, &idx).map_err(|e| match keys.first() {
                 // Name the group by its first key value.
                 Some(k) => {
                     let key =
@@ -116,7 +121,7 @@ pub fn fit_groups(
     kw: &FitKwargs,
     per_group: impl Fn(&[Series]) -> PolarsResult<Series> + Sync,
 ) -> PolarsResult<Series> {
-    let (models, keys) = map_groups(inputs, kw, per_group)?;
+    let (models, keys) = map_groups(inputs, kw, |data, idx| per_group(&take(data, idx)?))?;
     let mut model = match models.first() {
         Some(first) => first.clone(),
         None => return Err(compute("fit_groups: the frame has no rows".into())),
@@ -130,10 +135,95 @@ pub fn fit_groups(
 /// `fit_groups` of `fit`: every group's model ([`fit::fit_one`]), built as one struct column
 /// ([`output::models`]) rather than one struct per group stacked by `append`, which cost about
 /// 60,000 instructions a group (callgrind, 50-row groups: the appends and the drops of the
-/// per-group structs), more than a squared-loss fit.
+/// per-group structs), more than a squared-loss fit. Dense numeric inputs without nulls take
+/// [`Gather`].
 pub fn fit_models(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
     let label = &inputs[0];
-    let (fitted, keys) = map_groups(inputs, kw, |part| fit::fit_one(part, kw))?;
+    let (fitted, keys) = match Gather::new(inputs, kw)? {
+        Some(gather) => map_groups(inputs, kw, |_, idx| fit::fit_with(kw, |cfg| gather.group(idx, cfg)))?,
+        None => map_groups(inputs, kw, |data, idx| fit::fit_one(&take(data, idx)?, kw))?,
+    };
     let model = output::models(label.name(), &fit::meta(label, kw), &fitted)?;
     with_keys(keys, model, label)
+}
+
+/// Whole label, feature and weight columns as `f64`, from which each group's row-major
+/// features, labels and weights are gathered directly: a `take` of every column per group and
+/// the conversion of the taken series cost about 45,000 instructions a 50-row group
+/// (callgrind), more than its squared-loss fit. Only for what the per-group path would convert
+/// the same way: separate numeric feature columns, a numeric label of a scalar loss, no nulls,
+/// no warm start.
+struct Gather {
+    /// The label as `f64`, its dtype and name.
+    label: Series,
+    label_dtype: DataType,
+    label_name: String,
+    features: Vec<Series>,
+    weights: Option<Series>,
+    /// The feature columns' names, and joined (the names `convert::features` gives).
+    columns: Vec<String>,
+    joined: String,
+}
+
+impl Gather {
+    fn new(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Option<Self>> {
+        let layout = &kw.layout;
+        let Ok(cfg) = kw.params.check() else { return Ok(None) };
+        if layout.has_warm_start || layout.has_folds || cfg.loss.is_multiclass() {
+            return Ok(None);
+        }
+        let Ok((label, feats, weights)) = fit::split(&inputs[..n_data_inputs(kw)], layout) else {
+            return Ok(None);
+        };
+        let numeric = |s: &Series| convert::is_number(s.dtype()) && s.null_count() == 0;
+        if !(numeric(label) && feats.iter().all(numeric) && weights.is_none_or(numeric)) {
+            return Ok(None);
+        }
+        let as_f64 = |s: &Series| -> PolarsResult<Series> { Ok(s.cast(&DataType::Float64)?.rechunk()) };
+        let features = feats.iter().map(as_f64).collect::<PolarsResult<Vec<_>>>()?;
+        let columns: Vec<String> = feats.iter().map(|c| c.name().to_string()).collect();
+        let joined = columns.join(", ");
+        Ok(Some(Self {
+            label: as_f64(label)?,
+            label_dtype: label.dtype().clone(),
+            label_name: label.name().to_string(),
+            features,
+            weights: weights.map(as_f64).transpose()?,
+            columns,
+            joined,
+        }))
+    }
+
+    /// The group of rows `idx`, as `fit::prepare` would convert their taken columns.
+    fn group(&self, idx: &IdxCa, cfg: &sdca_core::FitConfig) -> PolarsResult<fit::Group> {
+        let rows = idx.cont_slice()?;
+        let slice = |s: &Series| -> PolarsResult<Vec<f64>> {
+            let v = s.f64()?.cont_slice()?;
+            rows.iter()
+                .map(|&r| v.get(r as usize).copied().ok_or_else(|| compute("row out of range".into())))
+                .collect()
+        };
+        let d = self.features.len();
+        let mut x = sdca_core::budget::zeros(rows.len() * d)
+            .map_err(|e| compute(format!("columns {:?}: {e}", self.joined)))?;
+        for (j, s) in self.features.iter().enumerate() {
+            let v = s.f64()?.cont_slice()?;
+            for (r, &i) in rows.iter().enumerate() {
+                x[r * d + j] = *v.get(i as usize).ok_or_else(|| compute("row out of range".into()))?;
+            }
+        }
+        let features = convert::Features::Dense(convert::Dense::from_rows(
+            x,
+            rows.len(),
+            self.columns.clone(),
+            self.joined.clone(),
+        ));
+        let name = self.label_name.as_str();
+        let labels = convert::numeric_labels(slice(&self.label)?, name, &self.label_dtype, &cfg.loss)?;
+        let weights = match &self.weights {
+            Some(w) => Some((w.name().to_string(), slice(w)?)),
+            None => None,
+        };
+        fit::group(cfg, labels, features, weights, name)
+    }
 }
