@@ -143,6 +143,13 @@ impl Sparse {
 }
 
 impl Dense {
+    /// Row-major `data` (`n_rows x columns.len()`) of the separate feature columns `columns`,
+    /// `name` their names joined (as [`features`] names them).
+    pub fn from_rows(data: Vec<f64>, n_rows: usize, columns: Vec<String>, name: String) -> Self {
+        let n_cols = columns.len();
+        Self { buf: Buf::Owned(data), offset: 0, n_rows, n_cols, name, columns }
+    }
+
     /// The validated row-major view.
     pub fn view(&self) -> PolarsResult<DenseView<'_>> {
         let data = &self.buf.as_slice()[self.offset..self.offset + self.n_rows * self.n_cols];
@@ -638,10 +645,10 @@ pub fn encode_classes(s: &Series, what: &str) -> PolarsResult<(Vec<u32>, Series)
 }
 
 /// Converts a label column for `loss`: binary classes, multiclass classes or regression values.
-pub fn labels(s: &Series, loss: &LossKind) -> PolarsResult<Labels> {
+pub fn labels(s: &Series, loss_kind: &LossKind) -> PolarsResult<Labels> {
     let name = s.name().to_string();
     let dt = s.dtype().clone();
-    if loss.is_multiclass() {
+    if loss_kind.is_multiclass() {
         let (y, classes) = encode_classes(s, "multiclass labels")?;
         if classes.len() == 1 {
             // Named by its value here: the core only sees class indices.
@@ -650,7 +657,7 @@ pub fn labels(s: &Series, loss: &LossKind) -> PolarsResult<Labels> {
         }
         return Ok(Labels { y: y.into_iter().map(f64::from).collect(), classes: Some(classes) });
     }
-    let (classification, loss) = (loss.is_classification(), loss.name());
+    let (classification, loss) = (loss_kind.is_classification(), loss_kind.name());
     if !is_number(&dt) {
         return Err(compute(format!(
             "column {name:?}: labels of dtype {dt} are not supported by loss {loss:?}; {}",
@@ -663,6 +670,18 @@ pub fn labels(s: &Series, loss: &LossKind) -> PolarsResult<Labels> {
         )));
     }
     let raw: Vec<f64> = s.cast(&DataType::Float64)?.f64()?.iter().map(|v| v.unwrap_or(f64::NAN)).collect();
+    numeric_labels(raw, &name, &dt, loss_kind)
+}
+
+/// [`labels`] of a scalar loss from the label values as `f64` (nulls as NaN) of a numeric
+/// column `name` of dtype `dt`.
+pub fn numeric_labels(
+    raw: Vec<f64>,
+    name: &str,
+    dt: &DataType,
+    loss_kind: &LossKind,
+) -> PolarsResult<Labels> {
+    let (classification, loss) = (loss_kind.is_classification(), loss_kind.name());
     if !classification {
         return Ok(Labels { y: raw, classes: None });
     }
@@ -680,7 +699,7 @@ pub fn labels(s: &Series, loss: &LossKind) -> PolarsResult<Labels> {
         )));
     }
     let y = raw.iter().map(|v| if *v == 1.0 { 1.0 } else { -1.0 }).collect();
-    let classes = Series::new(name.as_str().into(), [negative, 1.0]).cast(&dt)?;
+    let classes = Series::new(name.into(), [negative, 1.0]).cast(dt)?;
     Ok(Labels { y, classes: Some(classes) })
 }
 

@@ -69,7 +69,7 @@ fn fit_groups(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
     let kwargs = kwargs.fit()?;
     let inputs = aligned(inputs, &kwargs.layout, Call::FitGroups)?;
     let kw: &FitKwargs = &kwargs;
-    crate::groups::fit_groups(&inputs, kw, |part| fit::model(part, kw))
+    crate::groups::fit_models(&inputs, kw)
 }
 
 fn fit_path_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {

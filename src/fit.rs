@@ -101,6 +101,27 @@ pub fn prepare(inputs: &[Series], kw: &FitKwargs, cfg: &FitConfig) -> PolarsResu
     let (label, feats, weights) = split(&inputs, &kw.layout)?;
     let labels = convert::labels(label, &cfg.loss)?;
     let features = convert::features(feats, &kw.layout)?;
+    check_memory(cfg, &labels, &features, label.name())?;
+    let weights =
+        weights.map(|w| Ok::<_, PolarsError>((w.name().to_string(), convert::weights(w)?))).transpose()?;
+    Ok(Group { warm, labels, features, weights, label_name: label.name().to_string(), kept })
+}
+
+/// A group from converted parts (no warm start, no dropped rows), its memory checked as in
+/// [`prepare`].
+pub fn group(
+    cfg: &FitConfig,
+    labels: Labels,
+    features: Features,
+    weights: Option<(String, Vec<f64>)>,
+    label_name: &str,
+) -> PolarsResult<Group> {
+    check_memory(cfg, &labels, &features, label_name)?;
+    Ok(Group { warm: None, labels, features, weights, label_name: label_name.to_string(), kept: None })
+}
+
+/// The budget check of [`prepare`]; the error names the label or the feature column.
+fn check_memory(cfg: &FitConfig, labels: &Labels, features: &Features, label_name: &str) -> PolarsResult<()> {
     let (d, width, features_name) = features.width();
     let k = match &labels.classes {
         Some(classes) if cfg.loss.is_multiclass() => classes.len(),
@@ -108,14 +129,11 @@ pub fn prepare(inputs: &[Series], kw: &FitKwargs, cfg: &FitConfig) -> PolarsResu
     };
     budget::check_linear(&cfg.budget(), labels.y.len(), d, k, width).map_err(|e| {
         let column = match &e {
-            SdcaError::MemoryLimit { what: "the dual variables", .. } => label.name().as_str(),
+            SdcaError::MemoryLimit { what: "the dual variables", .. } => label_name,
             _ => features_name,
         };
         compute(format!("column {column:?}: {e}"))
-    })?;
-    let weights =
-        weights.map(|w| Ok::<_, PolarsError>((w.name().to_string(), convert::weights(w)?))).transpose()?;
-    Ok(Group { warm, labels, features, weights, label_name: label.name().to_string(), kept })
+    })
 }
 
 /// The core problem of a prepared group on its feature view `x`; errors name the label or
@@ -177,23 +195,52 @@ pub fn status_of(e: &PolarsError) -> String {
     }
 }
 
-/// `fit`: one model row for the group.
-pub fn model(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
+/// One group's fit as a model row sees it.
+pub enum Fitted {
+    /// A fit, the classes of a classification loss and the number of rows fitted.
+    Model { fit: FitResult, classes: Option<Series>, n_rows: usize },
+    /// A failed fit under `on_error="null"`: the status text.
+    Failed(String),
+}
+
+/// Fits one group, with `on_error` applied: `Ok(Fitted::Failed)` for a failed fit under
+/// `on_error="null"` (an interrupt is always an error).
+pub fn fit_one(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Fitted> {
+    fit_with(kw, |cfg| prepare(inputs, kw, cfg))
+}
+
+/// [`fit_one`] of the group that `prepare` converts under the checked config.
+pub fn fit_with(
+    kw: &FitKwargs,
+    prepare: impl FnOnce(&FitConfig) -> PolarsResult<Group>,
+) -> PolarsResult<Fitted> {
     check_policies(kw)?;
     let mut cfg = kw.params.check().map_err(param)?;
     cfg.interrupt = interrupt::arm();
     cfg.memory_budget = convert::default_budget();
-    let label = &inputs[0];
-    let meta = meta(label, kw);
-    let result = prepare(inputs, kw, &cfg).and_then(|g| {
+    let result = prepare(&cfg).and_then(|g| {
         let (fit, _) = solve(&g, &cfg, false)?;
-        output::model(label.name(), &meta, &fit, g.labels.classes.as_ref(), g.labels.y.len())
+        let n_rows = g.labels.y.len();
+        Ok(Fitted::Model { fit, classes: g.labels.classes, n_rows })
     });
     match result {
-        Err(e) if kw.on_error == "null" && !interrupt::is_interrupt(&e) => {
-            output::null_model(label.name(), &meta, &status_of(&e))
-        }
+        Err(e) if kw.on_error == "null" && !interrupt::is_interrupt(&e) => Ok(Fitted::Failed(status_of(&e))),
         other => other,
+    }
+}
+
+/// `fit`: one model row for the group.
+pub fn model(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
+    let label = &inputs[0];
+    let meta = meta(label, kw);
+    match fit_one(inputs, kw)? {
+        Fitted::Model { fit, classes, n_rows } => {
+            match output::model(label.name(), &meta, &fit, classes.as_ref(), n_rows) {
+                Err(e) if kw.on_error == "null" => output::null_model(label.name(), &meta, &status_of(&e)),
+                other => other,
+            }
+        }
+        Fitted::Failed(status) => output::null_model(label.name(), &meta, &status),
     }
 }
 

@@ -5,8 +5,18 @@
 //! `l2_used` and `solved_gap` describe the problem actually solved: they differ from `l2` and
 //! `gap` only for the Lasso (`l2 = 0`), solved as an elastic net with a small `l2_used`.
 
+use std::cell::RefCell;
+use std::rc::Rc;
+
 use polars::prelude::*;
+use polars_arrow::array::{
+    new_null_array, Array, BooleanArray, ListArray, PrimitiveArray, StructArray, Utf8ViewArray,
+};
+use polars_arrow::datatypes::ArrowDataType;
+use polars_arrow::offset::OffsetsBuffer;
 use sdca_core::{FitResult, RowOutputs};
+
+use crate::fit::Fitted;
 
 fn list(dt: DataType) -> DataType {
     DataType::List(Box::new(dt))
@@ -108,8 +118,304 @@ pub struct ModelMeta<'a> {
     pub l1: f64,
 }
 
+/// The model struct's dtype for one label dtype and its physical Arrow type, with the Arrow
+/// type of each field: built once per thread and reused while the label dtype stays the same
+/// (a `group_by().agg` builds one model per group).
+struct ModelType {
+    label: DataType,
+    multiclass: bool,
+    dtype: DataType,
+    arrow: ArrowDataType,
+    children: Vec<ArrowDataType>,
+}
+
+thread_local! {
+    static MODEL_TYPE: RefCell<Option<Rc<ModelType>>> = const { RefCell::new(None) };
+}
+
+fn model_type(label: &DataType, multiclass: bool) -> Rc<ModelType> {
+    MODEL_TYPE.with(|cell| {
+        if let Some(t) = cell.borrow().as_ref() {
+            if t.multiclass == multiclass && &t.label == label {
+                return Rc::clone(t);
+            }
+        }
+        let dtype = DataType::Struct(model_fields(label, multiclass));
+        let arrow = dtype.to_physical().to_arrow(CompatLevel::newest());
+        let children = match &arrow {
+            ArrowDataType::Struct(fields) => fields.iter().map(|f| f.dtype().clone()).collect(),
+            _ => Vec::new(),
+        };
+        let t = Rc::new(ModelType { label: label.clone(), multiclass, dtype, arrow, children });
+        *cell.borrow_mut() = Some(Rc::clone(&t));
+        t
+    })
+}
+
+/// A one-row list of `values` (an Arrow array of the list's child type).
+fn one_list(dtype: &ArrowDataType, values: Box<dyn Array>) -> PolarsResult<Box<dyn Array>> {
+    let len = i64::try_from(values.len()).map_err(|_| polars_err!(ComputeError: "list too long"))?;
+    Ok(ListArray::<i64>::try_new(dtype.clone(), OffsetsBuffer::one_with_length(len), values, None)?.boxed())
+}
+
+fn f64s(v: &[f64]) -> Box<dyn Array> {
+    PrimitiveArray::<f64>::from_slice(v).boxed()
+}
+
+fn text(v: &str) -> Box<dyn Array> {
+    Utf8ViewArray::from_slice_values([v]).boxed()
+}
+
 /// A one-row model struct from a successful fit.
+///
+/// Built as one Arrow struct array from the fields' arrays, against the cached [`ModelType`]:
+/// one `Series` per field and `StructChunked::from_series` cost about 75,000 instructions a
+/// model (callgrind), as much as the fit of a 50-row group. A label dtype whose physical array
+/// does not match the cached type (which `try_new` checks) takes [`model_by_series`].
 pub fn model(
+    name: &str,
+    meta: &ModelMeta<'_>,
+    fit: &FitResult,
+    classes: Option<&Series>,
+    n_rows: usize,
+) -> PolarsResult<Series> {
+    match model_by_arrays(name, meta, fit, classes, n_rows) {
+        Ok(s) => Ok(s),
+        Err(_) => model_by_series(name, meta, fit, classes, n_rows),
+    }
+}
+
+fn model_by_arrays(
+    name: &str,
+    meta: &ModelMeta<'_>,
+    fit: &FitResult,
+    classes: Option<&Series>,
+    n_rows: usize,
+) -> PolarsResult<Series> {
+    let t = model_type(meta.label_dtype, meta.multiclass);
+    let Some(ch) = t.children.get(..18) else { polars_bail!(ComputeError: "model type") };
+    let c = fit.certificate;
+    let (coef, intercept) = if meta.multiclass {
+        let k = fit.n_outputs;
+        let m = fit.coef.len().checked_div(k).unwrap_or(0);
+        let inner = match &ch[0] {
+            ArrowDataType::LargeList(f) => f.dtype().clone(),
+            _ => polars_bail!(ComputeError: "model type"),
+        };
+        let offsets: Vec<i64> = (0..=k).map(|r| (r * m) as i64).collect();
+        let rows =
+            ListArray::<i64>::try_new(inner, OffsetsBuffer::try_from(offsets)?, f64s(&fit.coef), None)?;
+        (one_list(&ch[0], rows.boxed())?, one_list(&ch[1], f64s(&fit.intercept))?)
+    } else {
+        polars_ensure!(fit.intercept.len() == 1, ComputeError: "one intercept");
+        (one_list(&ch[0], f64s(&fit.coef))?, f64s(&fit.intercept))
+    };
+    let classes = match classes {
+        Some(s) => {
+            let s = s.rechunk();
+            let Some(values) = s.chunks().first() else { polars_bail!(ComputeError: "no chunk") };
+            one_list(&ch[2], values.clone())?
+        }
+        None => new_null_array(ch[2].clone(), 1),
+    };
+    let fields = vec![
+        coef,
+        intercept,
+        classes,
+        text(meta.loss),
+        f64s(&[meta.l2]),
+        f64s(&[meta.l1]),
+        f64s(&[fit.l2_used]),
+        text(fit.solver),
+        f64s(&[c.primal]),
+        f64s(&[c.dual]),
+        f64s(&[c.gap]),
+        f64s(&[fit.solved_gap]),
+        PrimitiveArray::<u32>::from_slice([fit.epochs]).boxed(),
+        BooleanArray::from_slice([fit.converged()]).boxed(),
+        one_list(&ch[14], f64s(&fit.gap_trace))?,
+        PrimitiveArray::<u64>::from_slice([n_rows as u64]).boxed(),
+        PrimitiveArray::<u64>::from_slice([(fit.coef.len() / fit.n_outputs.max(1)) as u64]).boxed(),
+        text(fit.status.as_str()),
+    ];
+    let array = StructArray::try_new(t.arrow.clone(), 1, fields, None)?.boxed();
+    // SAFETY: `try_new` checked every field's array against the struct's Arrow type, which is
+    // `t.dtype`'s physical type: what `StructChunked::from_series` builds and then passes to
+    // the same constructor.
+    let ca = unsafe { StructChunked::from_chunks_and_dtype(name.into(), vec![array], t.dtype.clone()) };
+    Ok(ca.into_series())
+}
+
+/// Offsets of a list column whose rows have the given lengths.
+fn offsets(lengths: impl Iterator<Item = usize>) -> PolarsResult<OffsetsBuffer<i64>> {
+    let mut out = vec![0i64];
+    let mut end = 0i64;
+    for len in lengths {
+        end += i64::try_from(len).map_err(|_| polars_err!(ComputeError: "list too long"))?;
+        out.push(end);
+    }
+    OffsetsBuffer::try_from(out)
+}
+
+/// A list column of `f64` rows (`None`: a null row).
+fn f64_lists(dtype: &ArrowDataType, rows: &[Option<&[f64]>]) -> PolarsResult<Box<dyn Array>> {
+    let values: Vec<f64> = rows.iter().flatten().flat_map(|r| r.iter().copied()).collect();
+    let validity = rows.iter().any(|r| r.is_none()).then(|| rows.iter().map(|r| r.is_some()).collect());
+    let offsets = offsets(rows.iter().map(|r| r.map_or(0, |v| v.len())))?;
+    Ok(ListArray::<i64>::try_new(dtype.clone(), offsets, f64s(&values), validity)?.boxed())
+}
+
+/// The model rows of many groups as one struct column ([`crate::groups::fit_models`]): the
+/// same fields, dtypes and values as one [`model`] or [`null_model`] per group stacked, built
+/// field by field. Falls back to stacking those when a label's physical array does not match
+/// the cached type.
+pub fn models(name: &str, meta: &ModelMeta<'_>, fitted: &[Fitted]) -> PolarsResult<Series> {
+    match models_by_arrays(name, meta, fitted) {
+        Ok(s) => Ok(s),
+        Err(_) => {
+            let mut out: Option<Series> = None;
+            for f in fitted {
+                let m = match f {
+                    Fitted::Model { fit, classes, n_rows } => {
+                        model_by_series(name, meta, fit, classes.as_ref(), *n_rows)?
+                    }
+                    Fitted::Failed(status) => null_model(name, meta, status)?,
+                };
+                match out.as_mut() {
+                    Some(s) => {
+                        s.append(&m)?;
+                    }
+                    None => out = Some(m),
+                }
+            }
+            let out = out.ok_or_else(|| polars_err!(ComputeError: "fit_groups: the frame has no rows"))?;
+            Ok(out.rechunk())
+        }
+    }
+}
+
+fn models_by_arrays(name: &str, meta: &ModelMeta<'_>, fitted: &[Fitted]) -> PolarsResult<Series> {
+    let t = model_type(meta.label_dtype, meta.multiclass);
+    let Some(ch) = t.children.get(..18) else { polars_bail!(ComputeError: "model type") };
+    let n = fitted.len();
+    let fits: Vec<Option<&FitResult>> = fitted
+        .iter()
+        .map(|f| match f {
+            Fitted::Model { fit, .. } => Some(fit),
+            Fitted::Failed(_) => None,
+        })
+        .collect();
+    let each = |f: fn(&FitResult) -> f64| -> Box<dyn Array> {
+        PrimitiveArray::<f64>::from_iter(fits.iter().map(|r| r.map(f))).boxed()
+    };
+    let coefs: Vec<Option<&[f64]>> = fits.iter().map(|r| r.map(|f| f.coef.as_slice())).collect();
+    let intercepts: Vec<Option<&[f64]>> = fits.iter().map(|r| r.map(|f| f.intercept.as_slice())).collect();
+    let (coef, intercept) = if meta.multiclass {
+        // `coef`: per group a list of `k` rows of `m` values.
+        let inner_dtype = match &ch[0] {
+            ArrowDataType::LargeList(f) => f.dtype().clone(),
+            _ => polars_bail!(ComputeError: "model type"),
+        };
+        let mut row_lengths = Vec::new();
+        let mut per_group = Vec::with_capacity(n);
+        for r in &fits {
+            let k = r.map_or(0, |f| f.n_outputs);
+            let m = r.map_or(0, |f| f.coef.len().checked_div(k).unwrap_or(0));
+            row_lengths.extend(std::iter::repeat_n(m, k));
+            per_group.push(k);
+        }
+        let values: Vec<f64> = fits.iter().flatten().flat_map(|f| f.coef.iter().copied()).collect();
+        let rows =
+            ListArray::<i64>::try_new(inner_dtype, offsets(row_lengths.into_iter())?, f64s(&values), None)?;
+        let validity = fits.iter().any(|r| r.is_none()).then(|| fits.iter().map(|r| r.is_some()).collect());
+        let coef = ListArray::<i64>::try_new(
+            ch[0].clone(),
+            offsets(per_group.into_iter())?,
+            rows.boxed(),
+            validity,
+        )?;
+        (coef.boxed(), f64_lists(&ch[1], &intercepts)?)
+    } else {
+        polars_ensure!(fits.iter().flatten().all(|f| f.intercept.len() == 1), ComputeError: "one intercept");
+        (f64_lists(&ch[0], &coefs)?, each(|f| f.intercept[0]))
+    };
+    let classes = {
+        let mut arrays: Vec<Box<dyn Array>> = Vec::new();
+        let mut lengths = Vec::with_capacity(n);
+        let mut valid = Vec::with_capacity(n);
+        for f in fitted {
+            match f {
+                Fitted::Model { classes: Some(c), .. } => {
+                    let c = c.rechunk();
+                    let Some(values) = c.chunks().first() else { polars_bail!(ComputeError: "no chunk") };
+                    lengths.push(values.len());
+                    arrays.push(values.clone());
+                    valid.push(true);
+                }
+                _ => {
+                    lengths.push(0);
+                    valid.push(false);
+                }
+            }
+        }
+        let child = match &ch[2] {
+            ArrowDataType::LargeList(f) => f.dtype().clone(),
+            _ => polars_bail!(ComputeError: "model type"),
+        };
+        let refs: Vec<&dyn Array> = arrays.iter().map(|a| a.as_ref()).collect();
+        let values = if refs.is_empty() {
+            polars_arrow::array::new_empty_array(child)
+        } else {
+            polars_arrow::compute::concatenate::concatenate(&refs)?
+        };
+        let validity = valid.iter().any(|v| !v).then(|| valid.iter().copied().collect());
+        ListArray::<i64>::try_new(ch[2].clone(), offsets(lengths.into_iter())?, values, validity)?.boxed()
+    };
+    let traces: Vec<Option<&[f64]>> = fits.iter().map(|r| r.map(|f| f.gap_trace.as_slice())).collect();
+    let status: Vec<&str> = fitted
+        .iter()
+        .map(|f| match f {
+            Fitted::Model { fit, .. } => fit.status.as_str(),
+            Fitted::Failed(s) => s.as_str(),
+        })
+        .collect();
+    let fields = vec![
+        coef,
+        intercept,
+        classes,
+        Utf8ViewArray::from_slice_values(vec![meta.loss; n]).boxed(),
+        f64s(&vec![meta.l2; n]),
+        f64s(&vec![meta.l1; n]),
+        each(|f| f.l2_used),
+        Utf8ViewArray::from_slice(fits.iter().map(|r| r.map(|f| f.solver)).collect::<Vec<_>>()).boxed(),
+        each(|f| f.certificate.primal),
+        each(|f| f.certificate.dual),
+        each(|f| f.certificate.gap),
+        each(|f| f.solved_gap),
+        PrimitiveArray::<u32>::from_iter(fits.iter().map(|r| r.map(|f| f.epochs))).boxed(),
+        BooleanArray::from_slice(fits.iter().map(|r| r.is_some_and(|f| f.converged())).collect::<Vec<_>>())
+            .boxed(),
+        f64_lists(&ch[14], &traces)?,
+        PrimitiveArray::<u64>::from_iter(fitted.iter().map(|f| match f {
+            Fitted::Model { n_rows, .. } => Some(*n_rows as u64),
+            Fitted::Failed(_) => None,
+        }))
+        .boxed(),
+        PrimitiveArray::<u64>::from_iter(
+            fits.iter().map(|r| r.map(|f| (f.coef.len() / f.n_outputs.max(1)) as u64)),
+        )
+        .boxed(),
+        Utf8ViewArray::from_slice_values(status).boxed(),
+    ];
+    let array = StructArray::try_new(t.arrow.clone(), n, fields, None)?.boxed();
+    // SAFETY: as in `model_by_arrays`, `try_new` checked every field against `t.dtype`'s
+    // physical Arrow type.
+    let ca = unsafe { StructChunked::from_chunks_and_dtype(name.into(), vec![array], t.dtype.clone()) };
+    Ok(ca.into_series())
+}
+
+/// [`model`] from one `Series` per field (any label dtype).
+fn model_by_series(
     name: &str,
     meta: &ModelMeta<'_>,
     fit: &FitResult,
