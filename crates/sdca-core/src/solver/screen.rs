@@ -162,8 +162,12 @@ pub(crate) fn dual_point<D: Rows, L: Loss>(
     let mut dual = -conj / nf;
     if l2 > 0.0 {
         let u_c = bias * sum / nf;
-        let feats: f64 = u.iter().map(|&v| soft_threshold(v, l1).powi(2)).sum();
-        dual -= (feats + u_c * u_c) / (2.0 * l2);
+        // (l2/2) ||w(theta)||^2 with w = soft(u, l1) / l2: dividing before squaring keeps the
+        // terms normal where u^2 / (2 l2) would underflow (fuzz: u ~ 1e-164 at l2 = 1e-93).
+        let model = |v: f64| v / l2;
+        let sq: f64 =
+            u.iter().map(|&v| model(soft_threshold(v, l1)).powi(2)).sum::<f64>() + model(u_c).powi(2);
+        dual -= 0.5 * l2 * sq;
     }
     // A dual above the primal is rounding (weak duality): the gap is then 0 and `D` is `P`.
     let gap = (primal - dual).max(0.0);
