@@ -345,7 +345,7 @@ impl<D: Rows, L: BlockLoss> Newton<'_, '_, D, L> {
 /// Solves `H z = b` in place (`b` becomes `z`) for a symmetric positive definite `H` given by
 /// its upper triangle (row-major `dim x dim`), which is overwritten by its Cholesky factor `R`
 /// (`H = R^T R`). `false` when a pivot is not positive (a non-finite Hessian).
-fn cholesky_solve(h: &mut [f64], dim: usize, b: &mut [f64]) -> bool {
+pub(crate) fn cholesky_solve(h: &mut [f64], dim: usize, b: &mut [f64]) -> bool {
     for j in 0..dim {
         let pivot = h[j * dim + j] - (0..j).map(|k| h[k * dim + j].powi(2)).sum::<f64>();
         if !(pivot > 0.0 && pivot.is_finite()) {

@@ -81,6 +81,7 @@ impl Columns {
 
 /// A certificate of the full problem at a model, its feasible duals `theta` and their `u`
 /// (module docs).
+#[derive(Clone)]
 pub(crate) struct DualPoint {
     pub certificate: Certificate,
     pub u: Vec<f64>,
@@ -96,29 +97,47 @@ pub(crate) fn dual_point<D: Rows, L: Loss>(
     coef: &[f64],
     intercept: f64,
 ) -> DualPoint {
-    let (n, d, bias) = (problem.n(), problem.x.n_cols(), cfg.intercept_scaling);
+    let (n, bias) = (problem.n(), cfg.intercept_scaling);
     let (l1, l2, nf) = (cfg.l1, cfg.l2, problem.n() as f64);
     let b = if bias > 0.0 { intercept } else { 0.0 };
     let mut theta = vec![0.0; n];
     let mut data = 0.0;
-    let (mut pos, mut neg) = (0.0, 0.0);
     for (i, t) in theta.iter_mut().enumerate() {
         let s = problem.weight(i);
         if s > 0.0 {
             let a = problem.x.dot(i, coef) + b;
             data += s * loss.value(a, problem.y[i]);
             *t = loss.dual_of(a, problem.y[i]);
-            if s * *t > 0.0 {
-                pos += s * *t;
-            } else {
-                neg -= s * *t;
-            }
         }
     }
     let c = if bias > 0.0 { intercept / bias } else { 0.0 };
     let sq = coef.iter().map(|w| w * w).sum::<f64>() + c * c;
     let primal = data / nf + l1 * coef.iter().map(|w| w.abs()).sum::<f64>() + 0.5 * l2 * sq;
+    feasible(problem, loss, cfg, theta, primal)
+}
+
+/// The certificate of `primal` (the objective at some model) with the duals `theta` (zero at
+/// rows of zero weight) moved into the feasible set as in the module docs, and their `u`. One
+/// pass over the rows. A `theta` outside the loss's dual domain gives the dual `-inf`.
+pub(crate) fn feasible<D: Rows, L: Loss>(
+    problem: &Problem<'_, D>,
+    loss: L,
+    cfg: &FitConfig,
+    mut theta: Vec<f64>,
+    primal: f64,
+) -> DualPoint {
+    let (n, d, bias) = (problem.n(), problem.x.n_cols(), cfg.intercept_scaling);
+    let (l1, l2, nf) = (cfg.l1, cfg.l2, problem.n() as f64);
     if l2 == 0.0 && bias > 0.0 {
+        let (mut pos, mut neg) = (0.0, 0.0);
+        for (i, &t) in theta.iter().enumerate() {
+            let st = problem.weight(i) * t;
+            if st > 0.0 {
+                pos += st;
+            } else {
+                neg -= st;
+            }
+        }
         // Balance the two sides of sum_i s_i theta_i (each theta_i moves towards 0).
         let (f_pos, f_neg) = if pos > neg {
             (neg / pos, 1.0)
@@ -170,6 +189,8 @@ pub(crate) fn dual_point<D: Rows, L: Loss>(
         dual -= 0.5 * l2 * sq;
     }
     // A dual above the primal is rounding (weak duality): the gap is then 0 and `D` is `P`.
+    // (`-inf` and NaN duals leave an infinite gap: no certificate.)
+    let dual = if dual.is_nan() { f64::NEG_INFINITY } else { dual };
     let gap = (primal - dual).max(0.0);
     DualPoint { certificate: Certificate { primal, dual: dual.min(primal), gap }, u, theta }
 }
