@@ -104,7 +104,10 @@ fn run<D: Rows>(x: &D, m: &Built, input: &Input, cfg: &FitConfig) {
         Err(e) => return not_internal(&e),
     };
     if let Err(e) = reference::check_fit(&m.dense, &y, s.as_deref(), cfg, &r) {
-        panic!("{e}\nconfig {cfg:?}\nx ({} x {}, row-major) {:?}\ny {y:?}\nweights {s:?}", m.n, m.d, m.dense);
+        panic!(
+            "{e}\nconfig {cfg:?}\nx ({} x {}, row-major, sparse {}) {:?}\ny {y:?}\nweights {s:?}\nwarm {:?}",
+            m.n, m.d, m.sparse, m.dense, input.warm
+        );
     }
     // Zero-weight rows are outside the objective and may overflow where the fit did not: a
     // typed error then, never a non-finite output.

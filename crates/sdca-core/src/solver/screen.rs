@@ -159,20 +159,15 @@ pub(crate) fn feasible<D: Rows, L: Loss>(
             sum += s * t;
         }
     }
-    let scale = if l2 == 0.0 {
-        let top = u.iter().fold(0.0f64, |m, v| m.max(v.abs()));
-        if top > l1 {
-            l1 / top
-        } else {
-            1.0
-        }
-    } else {
-        1.0
-    };
-    if scale != 1.0 {
-        theta.iter_mut().for_each(|t| *t *= scale);
-        u.iter_mut().for_each(|v| *v *= scale);
-        sum *= scale;
+    // Into the box |u_j| <= l1: everything times l1 / top, applied as `/ top * l1` so that no
+    // factor is subnormal (fuzz: a warm intercept of -1e39 at l1 = 1e-286 made l1 / top ~ 1e-322,
+    // rounded to one digit, and the "feasible" dual 3.5e-4 outside the box).
+    let top = u.iter().fold(0.0f64, |m, v| m.max(v.abs()));
+    if l2 == 0.0 && top > l1 {
+        let into = |v: &mut f64| *v = *v / top * l1;
+        theta.iter_mut().for_each(into);
+        u.iter_mut().for_each(into);
+        sum = sum / top * l1;
     }
     let conj: f64 = (0..n)
         .filter(|&i| problem.weight(i) > 0.0)
