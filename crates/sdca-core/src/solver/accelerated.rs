@@ -313,7 +313,7 @@ pub(crate) fn certify_plain<D: Rows, L: BlockLoss>(
 
 #[cfg(test)]
 mod tests {
-    use super::super::testing::toy;
+    use super::super::testing::{csr_of, toy};
     use crate::config::FitParams;
     use crate::data::{CsrView, DenseView};
     use crate::solver::{fit, FitResult, Problem, Status};
@@ -365,16 +365,7 @@ mod tests {
         let (n, d) = (120, 30);
         let (mut x, y) = toy(n, d, true, 9);
         x.iter_mut().filter(|v| v.abs() < 0.8).for_each(|v| *v = 0.0);
-        let (mut indptr, mut indices, mut values) = (vec![0i64], Vec::new(), Vec::new());
-        for i in 0..n {
-            for j in 0..d {
-                if x[i * d + j] != 0.0 {
-                    indices.push(j as u32);
-                    values.push(x[i * d + j]);
-                }
-            }
-            indptr.push(indices.len() as i64);
-        }
+        let (indptr, indices, values) = csr_of(&x, n, d);
         let csr = CsrView::new(&indptr, &indices, &values, d).unwrap();
         let dense = DenseView::new(&x, n, d).unwrap();
         for inner_epochs in [None, Some(2)] {

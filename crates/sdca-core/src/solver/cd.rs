@@ -365,7 +365,7 @@ mod tests {
     use crate::config::FitParams;
     use crate::data::{CsrView, DenseView};
     use crate::error::SdcaError;
-    use crate::solver::testing::toy;
+    use crate::solver::testing::{csr_of, toy};
     use crate::solver::{fit, fit_from, Problem, Status, Warm};
 
     fn params(solver: &str, l2: f64, l1: f64, intercept: bool) -> FitParams {
@@ -393,16 +393,7 @@ mod tests {
                 (0..n).map(|i| if i % 9 == 4 { 0.0 } else { 0.5 + (i % 4) as f64 * 0.5 }).collect();
             let dense = x.clone();
             x.iter_mut().filter(|v| v.abs() < 0.5).for_each(|v| *v = 0.0);
-            let (mut indptr, mut indices, mut values) = (vec![0i64], Vec::new(), Vec::new());
-            for i in 0..n {
-                for j in 0..d {
-                    if x[i * d + j] != 0.0 {
-                        indices.push(j as u32);
-                        values.push(x[i * d + j]);
-                    }
-                }
-                indptr.push(indices.len() as i64);
-            }
+            let (indptr, indices, values) = csr_of(&x, n, d);
             let csr = CsrView::new(&indptr, &indices, &values, d).unwrap();
             let dense_view = DenseView::new(&dense, n, d).unwrap();
             for (l2, l1, intercept) in

@@ -254,6 +254,19 @@ pub(crate) mod testing {
         (x, y)
     }
 
+    /// The non-zeros of the row-major `n x d` matrix `x` as CSR (`indptr`, `indices`, `values`).
+    pub fn csr_of(x: &[f64], n: usize, d: usize) -> (Vec<i64>, Vec<u32>, Vec<f64>) {
+        let (mut indptr, mut indices, mut values) = (vec![0i64], Vec::new(), Vec::new());
+        for row in x.chunks(d).take(n) {
+            for (j, &v) in row.iter().enumerate().filter(|(_, v)| **v != 0.0) {
+                indices.push(j as u32);
+                values.push(v);
+            }
+            indptr.push(indices.len() as i64);
+        }
+        (indptr, indices, values)
+    }
+
     /// `n x d` row-major features in `[-1, 1]` and labels from a sparse truth
     /// (`1, -0.5, 0, 1, ...`) plus noise and an offset of 0.5; classes are the sign.
     pub fn toy(n: usize, d: usize, classification: bool, seed: u64) -> (Vec<f64>, Vec<f64>) {

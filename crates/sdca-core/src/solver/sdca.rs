@@ -811,7 +811,7 @@ mod tests {
 mod multiclass_tests {
     use crate::config::FitParams;
     use crate::data::{CsrView, DenseView};
-    use crate::solver::testing::{toy, toy_three_classes};
+    use crate::solver::testing::{csr_of, toy, toy_three_classes};
     use crate::solver::{fit, fit_from, FitResult, Problem, Status, Warm};
 
     fn run(x: &[f64], y: &[f64], d: usize, p: FitParams) -> FitResult {
@@ -882,16 +882,7 @@ mod multiclass_tests {
         let (mut x, t) = toy(n, d, false, 6);
         x.iter_mut().filter(|v| v.abs() < 0.6).for_each(|v| *v = 0.0);
         let y: Vec<f64> = t.iter().map(|v| ((v + 2.0).max(0.0) as usize).min(3) as f64).collect();
-        let (mut indptr, mut indices, mut values) = (vec![0i64], Vec::new(), Vec::new());
-        for i in 0..n {
-            for j in 0..d {
-                if x[i * d + j] != 0.0 {
-                    indices.push(j as u32);
-                    values.push(x[i * d + j]);
-                }
-            }
-            indptr.push(indices.len() as i64);
-        }
+        let (indptr, indices, values) = csr_of(&x, n, d);
         let csr = CsrView::new(&indptr, &indices, &values, d).unwrap();
         let dense = DenseView::new(&x, n, d).unwrap();
         for loss in ["multiclass_hinge", "multinomial"] {
