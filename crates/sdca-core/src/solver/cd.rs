@@ -1,9 +1,14 @@
-//! Cyclic coordinate descent on the primal, for the squared loss with an L1 penalty.
+//! Cyclic coordinate descent on the primal, for the squared loss with an L1 penalty, over
+//! working sets.
 //!
 //! Friedman, Hastie and Tibshirani, "Regularization Paths for Generalized Linear Models via
-//! Coordinate Descent", Journal of Statistical Software 33(1), 2010 (the update, the active-set
-//! sweeps); Fercoq, Gramfort and Salmon, "Mind the duality gap: safer rules for the Lasso", ICML
-//! 2015, and Ndiaye, Fercoq, Gramfort and Salmon, JMLR 2017 (dynamic Gap Safe screening).
+//! Coordinate Descent", Journal of Statistical Software 33(1), 2010 (the update); Massias,
+//! Gramfort and Salmon, "Celer: a Fast Solver for the Lasso with Dual Extrapolation", ICML 2018
+//! (working sets ranked by the dual point, Algorithm 4; dual extrapolation, section 3);
+//! Bertrand, Klopfenstein, Massias et al., "Beyond L1: Faster and Better Sparse Models with
+//! skglm", NeurIPS 2022 (Anderson acceleration of the primal iterates, Algorithm 2); Fercoq,
+//! Gramfort and Salmon, "Mind the duality gap: safer rules for the Lasso", ICML 2015, and Ndiaye,
+//! Fercoq, Gramfort and Salmon, JMLR 2017 (dynamic Gap Safe screening).
 //!
 //! Why a primal method: with more features than rows, or a tiny `l2` (the Lasso reduction's
 //! `l2_used`), the dual of SDCA is badly conditioned (`R^2 / (l2 n)` huge) and SDCA needs
@@ -23,42 +28,69 @@
 //! `w_j <- soft(h_j w_j - g_j, l1) / (h_j + l2)` (no `soft` for the intercept slot), and the
 //! residuals move by the column times the change.
 //!
-//! One outer iteration: a sweep over every feature not screened, a check (below; every
-//! `check_every` outer iterations), then sweeps over the support (the nonzero weights) only,
-//! until one decreases `P` by less than `tol P / 10` (it can no longer matter) or they have
-//! cost as much as the full sweep and the check (three passes). On an ill-conditioned support
-//! (as many nonzeros as rows) the descent converges linearly and slowly, and a rule that
-//! stopped the support sweeps once one gained less than a share of the gap spent most of the
-//! fit in checks. Every sweep counts as the share of the stored entries it visited
+//! # The dual point and the certificate
+//!
+//! The squared loss's dual, in the scaled duals `t_i = sqrt(s_i) theta_i`, is
+//! `D(t) = -(1/n) sum_i (t_i^2 / 2 - t_i sqrt(s_i) y_i)`, minus
+//! `sum_j soft(u_j, l1)^2 / (2 l2) + u_c^2 / (2 l2)` for `l2 > 0`, where `u_j = (1/n) sum_i
+//! x_ij t_i` (scaled columns) and `u_c` the same for the intercept column; for `l2 = 0` it is
+//! constrained to `|u_j| <= l1` and, with an intercept, `u_c = 0`. A candidate `t` (minus the
+//! residuals, or their extrapolation) is moved into that set as in [`super::screen`]: the larger
+//! side of `u_c` scaled down to balance it, then everything scaled to meet the box. Each check
+//! of the outer loop recomputes the residuals from the model, takes the best of the residual
+//! point, the extrapolated point of the last inner solve and the best earlier point, over every
+//! feature not screened (the screened ones are zero at the optimum, so that problem's optimum is
+//! the full one's and its gap bounds the same suboptimality); the certificate a fit returns is
+//! recomputed over every feature, so it never rests on the screening (should it then miss `tol`,
+//! the fit goes on without screening).
+//!
+//! Dynamic screening: `D` is `(1/n)`-strongly concave in `sum_i t_i^2` (the squared loss is
+//! 1-smooth), so `|u_j - u*_j| <= ||x_j||_s sqrt(2 G / n)`, and a feature with
+//! `|u_j| + ||x_j||_s sqrt(2 G / n) < l1` is zero at the optimum: it is set to zero and leaves
+//! the fit.
+//!
+//! # Working sets (celer)
+//!
+//! After each check, the working set is the support plus the features whose constraint the
+//! dual point is nearest to violating, ranked by `(l1 - |u_j|) / ||x_j||_s` (the distance of the
+//! dual point to the feature's constraint hyperplane), `max(10, 2 |support|)` features in all
+//! (doubled when the last inner solve did not halve the gap: the features it needed were
+//! outside), plus the intercept. The inner solve is coordinate descent over the working set
+//! until that subproblem's own duality gap (the dual restricted to its features, computed every
+//! [`INNER_CHECK`] epochs with its extrapolated residuals) is below [`INNER_TOL`] times the
+//! last certified gap. Every [`EXTRAPOLATE`] `+ 1` epochs, the inner solve tries the Anderson
+//! combination of its last iterates (skglm) and keeps it when it lowers the objective: on an
+//! ill-conditioned support (as many nonzeros as rows) plain coordinate descent converges
+//! linearly and slowly. Every sweep counts as the share of the stored entries it visited
 //! ([`super::Clock::add_pass`]).
 //!
-//! The check is Gap Safe screening's dual point ([`super::screen`]): the duals matched to the
-//! scores, moved into the dual's feasible set when `l2 = 0` (balanced for the unpenalised
-//! intercept, scaled into the box `|u_j| <= l1`), their dual value and the gap `P(w) - D(theta)`
-//! (two passes over the rows, independent of the residuals kept here). The duals are returned
-//! with the model, as Newton does: `coef` is the primal iterate, equal to `w(alpha)` only at the
-//! optimum. Dynamic screening: `D` is `(1/n)`-strongly concave in `sum_i s_i t_i^2` (the squared
-//! loss is 1-smooth), so `|u_j - u*_j| <= ||x_j||_s sqrt(2 G / n)`, and a feature with
-//! `|u_j| + ||x_j||_s sqrt(2 G / n) < l1` is zero at the optimum: it is set to zero and leaves
-//! the sweeps for the rest of the fit.
+//! The duals returned with the model are the certificate's `theta`: `coef` is the primal
+//! iterate, equal to `w(theta)` only at the optimum.
 
 use std::collections::VecDeque;
 
-use super::{screen, Certificate, Context, Outcome, Status};
+use super::{Certificate, Clock, Context, Outcome, Status};
 use crate::budget::zeros;
 use crate::config::{FitConfig, Sampling, SolverKind};
 use crate::data::Rows;
 use crate::error::{Result, SdcaError};
-use crate::loss::{BlockLoss, Loss, LossKind};
+use crate::loss::{Loss, LossKind};
 use crate::reg::soft_threshold;
 
-/// Residual vectors of the last full sweeps whose Anderson combination makes the extrapolated
-/// dual point, plus one.
+/// Anderson's memory: iterates whose combination makes the extrapolated points, plus one.
 const EXTRAPOLATE: usize = 5;
 
-/// Work of the support sweeps after a check, at most, in full passes: as much as the full sweep
-/// and the check before them (three passes), so neither half dominates.
-const SUPPORT_WORK: f64 = 3.0;
+/// The smallest working set (celer's `p0`).
+const WS_MIN: usize = 10;
+
+/// An inner solve stops at this share of the last certified gap (celer's `tol_ratio_inner`).
+const INNER_TOL: f64 = 0.3;
+
+/// Epochs between the inner solve's gap checks (celer's `gap_freq`).
+const INNER_CHECK: u32 = 10;
+
+/// The most work, in passes, of one sign-fixed Newton step (module docs).
+const NEWTON_WORK: f64 = 20.0;
 
 /// Whether coordinate descent runs: `Cd` asks for it (an error for another loss than squared, a
 /// group penalty or gap sampling); `Auto` for the squared loss with an L1 penalty and at least
@@ -90,12 +122,16 @@ struct Columns {
     bias: Vec<f64>,
     /// Original row of each kept row.
     kept: Vec<u32>,
+    /// `sqrt(s_i)` per kept row.
+    root: Vec<f64>,
+    /// `sqrt(s_i) y_i` per kept row.
+    y: Vec<f64>,
     /// `h_j = (1/n) sum_i x_ij^2`, intercept slot last.
     h: Vec<f64>,
 }
 
 impl Columns {
-    fn of<D: Rows>(ctx: &Context<'_, '_, D, impl BlockLoss>) -> Result<Self> {
+    fn of<D: Rows>(ctx: &Context<'_, '_, D, impl Loss>) -> Result<Self> {
         let (p, c) = (ctx.problem, ctx.bias());
         let (x, d, nf) = (p.x, p.x.n_cols(), p.n() as f64);
         let kept: Vec<u32> = (0..p.n()).filter(|&i| p.weight(i) > 0.0).map(|i| i as u32).collect();
@@ -110,23 +146,20 @@ impl Columns {
         let nnz = start[d];
         let (mut rows, mut values) = (zeros::<u32>(nnz)?, zeros::<f64>(nnz)?);
         let mut next = count;
+        let root: Vec<f64> = kept.iter().map(|&i| p.weight(i as usize).sqrt()).collect();
         for (k, &i) in kept.iter().enumerate() {
-            let root = p.weight(i as usize).sqrt();
             x.for_each_nz(i as usize, |j, v| {
                 rows[next[j]] = k as u32;
-                values[next[j]] = root * v;
+                values[next[j]] = root[k] * v;
                 next[j] += 1;
             });
         }
-        let bias: Vec<f64> = if c > 0.0 {
-            kept.iter().map(|&i| c * p.weight(i as usize).sqrt()).collect()
-        } else {
-            Vec::new()
-        };
+        let bias: Vec<f64> = if c > 0.0 { root.iter().map(|s| c * s).collect() } else { Vec::new() };
+        let y = kept.iter().zip(&root).map(|(&i, s)| s * p.y[i as usize]).collect();
         let mut h: Vec<f64> =
             (0..d).map(|j| values[start[j]..start[j + 1]].iter().map(|v| v * v).sum::<f64>() / nf).collect();
         h.push(bias.iter().map(|v| v * v).sum::<f64>() / nf);
-        Ok(Self { start, rows, values, bias, kept, h })
+        Ok(Self { start, rows, values, bias, kept, root, y, h })
     }
 
     fn column(&self, j: usize) -> (&[u32], &[f64]) {
@@ -163,6 +196,86 @@ impl Columns {
             self.start[j + 1] - self.start[j]
         }
     }
+
+    /// The candidate duals `t` moved into the feasible set of the problem over the features
+    /// `scope` (and the intercept), with their certificate against `primal` (module docs).
+    /// A pass over the columns of `scope`.
+    fn point(&self, mut t: Vec<f64>, scope: &[usize], primal: f64, penalty: (f64, f64), nf: f64) -> Point {
+        let (l1, l2) = penalty;
+        let d = self.h.len() - 1;
+        if l2 == 0.0 && !self.bias.is_empty() {
+            // Balance the two sides of u_c (each t_i moves towards 0).
+            let (mut pos, mut neg) = (0.0, 0.0);
+            for (t, b) in t.iter().zip(&self.bias) {
+                let bt = b * t;
+                if bt > 0.0 {
+                    pos += bt;
+                } else {
+                    neg -= bt;
+                }
+            }
+            let (f_pos, f_neg) = if pos > neg {
+                (neg / pos, 1.0)
+            } else if neg > pos {
+                (1.0, pos / neg)
+            } else {
+                (1.0, 1.0)
+            };
+            t.iter_mut().for_each(|t| *t *= if *t > 0.0 { f_pos } else { f_neg });
+        }
+        let mut u = vec![0.0; d];
+        for &j in scope {
+            u[j] = self.grad(j, &t, nf);
+        }
+        let mut u_c = if self.bias.is_empty() { 0.0 } else { self.grad(d, &t, nf) };
+        // Into the box |u_j| <= l1, as `/ top * l1` (no subnormal factor; see screen.rs).
+        let top = scope.iter().fold(0.0f64, |m, &j| m.max(u[j].abs()));
+        if l2 == 0.0 && top > l1 {
+            let into = |v: &mut f64| *v = *v / top * l1;
+            t.iter_mut().for_each(into);
+            scope.iter().for_each(|&j| into(&mut u[j]));
+            into(&mut u_c);
+        }
+        let conj: f64 = t.iter().zip(&self.y).map(|(t, y)| 0.5 * t * t - t * y).sum();
+        let mut dual = -conj / nf;
+        if l2 > 0.0 {
+            // (l2/2) ||w(t)||^2 with w = soft(u, l1) / l2, divided before squaring (screen.rs).
+            let model = |v: f64| v / l2;
+            let sq: f64 = scope.iter().map(|&j| model(soft_threshold(u[j], l1)).powi(2)).sum::<f64>()
+                + model(u_c).powi(2);
+            dual -= 0.5 * l2 * sq;
+        }
+        // A dual above the primal is rounding (weak duality); NaN leaves no certificate.
+        let dual = if dual.is_nan() { f64::NEG_INFINITY } else { dual };
+        let gap = (primal - dual).max(0.0);
+        Point { t, u, certificate: Certificate { primal, dual: dual.min(primal), gap } }
+    }
+
+    /// Stored entries of the columns `scope`.
+    fn entries(&self, scope: &[usize]) -> usize {
+        scope.iter().map(|&j| self.len(j)).sum()
+    }
+}
+
+/// Feasible scaled duals `t` (module docs), their `u` (zero outside the scope they were
+/// computed over) and their certificate.
+#[derive(Clone)]
+struct Point {
+    t: Vec<f64>,
+    u: Vec<f64>,
+    certificate: Certificate,
+}
+
+/// The better of two points for the same primal (the higher dual).
+fn better(a: Point, b: Option<Point>) -> Point {
+    match b {
+        Some(b) if b.certificate.dual > a.certificate.dual => {
+            let primal = a.certificate.primal;
+            let dual = b.certificate.dual.min(primal);
+            Point { certificate: Certificate { primal, dual, gap: primal - dual }, ..b }
+        }
+        _ => a,
+    }
 }
 
 /// The state of the descent.
@@ -182,11 +295,16 @@ impl Descent<'_> {
     fn update(&mut self, j: usize) -> f64 {
         let (h, old) = (self.cols.h[j], self.w[j]);
         let curvature = h + self.l2;
+        let l1 = if j == self.w.len() - 1 { 0.0 } else { self.l1 };
         if curvature == 0.0 {
-            return 0.0; // an empty column without l2: its weight stays 0
+            // An empty column without l2: the weight is optimal at 0 (a warm start's is not).
+            if l1 > 0.0 && old != 0.0 {
+                self.w[j] = 0.0;
+                return l1 * old.abs();
+            }
+            return 0.0;
         }
         let z = h * old - self.cols.grad(j, &self.r, self.nf);
-        let l1 = if j == self.w.len() - 1 { 0.0 } else { self.l1 };
         let new = soft_threshold(z, l1) / curvature;
         let delta = new - old;
         if delta == 0.0 {
@@ -198,14 +316,212 @@ impl Descent<'_> {
         // the exact step decreases it by at least (curvature / 2) delta^2.
         0.5 * curvature * delta * delta
     }
+
+    /// The residuals recomputed from the model (no drift); returns the entries visited.
+    fn refresh(&mut self) -> usize {
+        let cols = self.cols;
+        self.r.iter_mut().zip(&cols.y).for_each(|(r, y)| *r = -y);
+        let mut visited = self.r.len();
+        for j in (0..self.w.len()).filter(|&j| self.w[j] != 0.0) {
+            cols.shift(j, self.w[j], &mut self.r);
+            visited += cols.len(j);
+        }
+        visited
+    }
+
+    /// `P(w)` from the residuals (module docs).
+    fn primal(&self) -> f64 {
+        let d = self.w.len() - 1;
+        let data = self.r.iter().map(|r| r * r).sum::<f64>() / (2.0 * self.nf);
+        let l1 = self.w[..d].iter().map(|v| v.abs()).sum::<f64>();
+        data + self.l1 * l1 + 0.5 * self.l2 * self.w.iter().map(|v| v * v).sum::<f64>()
+    }
+
+    /// The certificate of the problem over the features `scope`: the residual point and the
+    /// extrapolation of `history`, the better one; the columns' entries visited.
+    fn check(&self, scope: &[usize], history: &VecDeque<Vec<f64>>) -> (Point, usize) {
+        let primal = self.primal();
+        let penalty = (self.l1, self.l2);
+        let entries = self.cols.entries(scope) + self.r.len();
+        let neg = |r: &[f64]| r.iter().map(|v| -v).collect::<Vec<f64>>();
+        let point = self.cols.point(neg(&self.r), scope, primal, penalty, self.nf);
+        match anderson(history).map(|c| combine(history, &c)) {
+            Some(r) => {
+                let other = self.cols.point(neg(&r), scope, primal, penalty, self.nf);
+                (better(point, Some(other)), 2 * entries)
+            }
+            None => (point, entries),
+        }
+    }
+
+    /// Moves the slots `slots` to `target` when that lowers `P` (the objective's change is
+    /// computed on the rows the slots touch, in the scratch `z`, zero outside them); returns
+    /// the entries visited.
+    fn try_move(&mut self, slots: &[usize], target: &[f64], z: &mut [f64], touched: &mut Vec<u32>) -> usize {
+        let d = self.w.len() - 1;
+        let cols = self.cols;
+        touched.clear();
+        let mut visited = 0;
+        let mut change = 0.0;
+        for (&j, &new) in slots.iter().zip(target) {
+            let old = self.w[j];
+            let delta = new - old;
+            if delta == 0.0 {
+                continue;
+            }
+            if j < d {
+                change += self.l1 * (new.abs() - old.abs());
+            }
+            change += 0.5 * self.l2 * (new * new - old * old);
+            if j == d {
+                for (k, b) in cols.bias.iter().enumerate() {
+                    if z[k] == 0.0 {
+                        touched.push(k as u32);
+                    }
+                    z[k] += delta * b;
+                }
+            } else {
+                let (rows, values) = cols.column(j);
+                for (&k, v) in rows.iter().zip(values) {
+                    if z[k as usize] == 0.0 {
+                        touched.push(k);
+                    }
+                    z[k as usize] += delta * v;
+                }
+            }
+            visited += cols.len(j);
+        }
+        // A row whose change cancelled to 0 and then moved again is listed twice: dedup.
+        touched.sort_unstable();
+        touched.dedup();
+        let data: f64 = touched
+            .iter()
+            .map(|&k| {
+                let (r, dz) = (self.r[k as usize], z[k as usize]);
+                dz * (2.0 * r + dz)
+            })
+            .sum::<f64>()
+            / (2.0 * self.nf);
+        let accept = (data + change).is_finite() && data + change < 0.0;
+        for &k in touched.iter() {
+            if accept {
+                self.r[k as usize] += z[k as usize];
+            }
+            z[k as usize] = 0.0;
+        }
+        if accept {
+            for (&j, &new) in slots.iter().zip(target) {
+                self.w[j] = new;
+            }
+        }
+        visited
+    }
+
+    /// The minimiser of `P` over the support `slots` (features with their signs, then the
+    /// intercept) with those signs fixed: there `P` is quadratic and its minimiser solves
+    /// `(X_S^T X_S / n + l2 I) w_S = X_S^T y / n - l1 sign(w_S)` (scaled columns). `None` when
+    /// the system is not positive definite. Returns the entries visited too.
+    fn newton(&self, slots: &[usize]) -> (Option<Vec<f64>>, usize) {
+        let (cols, d, m) = (self.cols, self.w.len() - 1, slots.len());
+        let mut gram = vec![0.0; m * m];
+        let mut rhs = vec![0.0; m];
+        let mut dense = vec![0.0; self.r.len()];
+        let mut visited = 0;
+        for (a, &ja) in slots.iter().enumerate() {
+            // Column a, dense, so that its products with the others read their entries only.
+            dense.iter_mut().for_each(|v| *v = 0.0);
+            cols.shift(ja, 1.0, &mut dense);
+            for (b, &jb) in slots.iter().enumerate().skip(a) {
+                gram[a * m + b] = cols.grad(jb, &dense, self.nf);
+                visited += cols.len(jb);
+            }
+            gram[a * m + a] += self.l2;
+            let sign = if ja < d { self.l1 * self.w[ja].signum() } else { 0.0 };
+            rhs[a] = cols.grad(ja, &cols.y, self.nf) - sign;
+        }
+        let ok = super::newton::cholesky_solve(&mut gram, m, &mut rhs);
+        (ok.then_some(rhs), visited)
+    }
+
+    /// Coordinate descent over the working set `slots` (features, then the intercept) until
+    /// the subproblem's gap is below `tol` or the clock runs out (module docs). `history` gets
+    /// the residuals at the gap checks.
+    fn inner(
+        &mut self,
+        slots: &[usize],
+        tol: f64,
+        clock: &mut Clock,
+        total: f64,
+        history: &mut VecDeque<Vec<f64>>,
+    ) {
+        let d = self.w.len() - 1;
+        let scope: Vec<usize> = slots.iter().copied().filter(|&j| j < d).collect();
+        let share = self.cols.entries(slots) as f64 / total;
+        let mut iterates: VecDeque<Vec<f64>> = VecDeque::with_capacity(EXTRAPOLATE + 1);
+        let (mut z, mut touched) = (vec![0.0; self.r.len()], Vec::new());
+        history.clear();
+        let mut epoch = 0u32;
+        let mut window: Vec<(usize, bool)> = Vec::new();
+        let mut tried: Vec<(usize, bool)> = Vec::new();
+        loop {
+            for &j in slots {
+                self.update(j);
+            }
+            clock.add_pass(share);
+            epoch += 1;
+            if share == 0.0 {
+                // Nothing stored: the sweep cannot move; it counts as a pass so the fit ends.
+                clock.add_pass(1.0);
+                return;
+            }
+            iterates.push_back(slots.iter().map(|&j| self.w[j]).collect());
+            if iterates.len() == EXTRAPOLATE + 1 {
+                if let Some(c) = anderson(&iterates) {
+                    let target = combine(&iterates, &c);
+                    let visited = self.try_move(slots, &target, &mut z, &mut touched);
+                    clock.add_pass(visited as f64 / total);
+                }
+                iterates.clear();
+                // The support's signs held over the window: try the sign-fixed minimiser once.
+                let signs: Vec<(usize, bool)> =
+                    scope.iter().filter(|&&j| self.w[j] != 0.0).map(|&j| (j, self.w[j] > 0.0)).collect();
+                let support: Vec<usize> =
+                    signs.iter().map(|&(j, _)| j).chain(slots.iter().copied().filter(|&j| j == d)).collect();
+                let cost = support.len() * self.cols.entries(&support);
+                if signs == window && signs != tried && cost as f64 <= NEWTON_WORK * total {
+                    let (target, visited) = self.newton(&support);
+                    clock.add_pass(visited as f64 / total);
+                    if let Some(target) = target {
+                        let visited = self.try_move(&support, &target, &mut z, &mut touched);
+                        clock.add_pass(visited as f64 / total);
+                    }
+                    tried = signs.clone();
+                }
+                window = signs;
+            }
+            if epoch.is_multiple_of(INNER_CHECK) {
+                if history.len() == EXTRAPOLATE + 1 {
+                    history.pop_front();
+                }
+                history.push_back(self.r.clone());
+                let (point, visited) = self.check(&scope, history);
+                clock.add_pass(visited as f64 / total);
+                if point.certificate.gap <= tol {
+                    return;
+                }
+            }
+            if clock.remaining() == 0 || clock.out_of_time() {
+                return;
+            }
+        }
+    }
 }
 
-/// Dual extrapolation (Massias, Gramfort and Salmon, "Celer: a Fast Solver for the Lasso with
-/// Dual Extrapolation", ICML 2018, section 3): the affine combination of the last residual
-/// vectors (three to [`EXTRAPOLATE`] `+ 1`) whose combined differences have the least norm
-/// (Anderson's), `None` before there are three or when the system is degenerate. Near the optimum the
-/// residuals of coordinate descent converge linearly and slowly, and the dual point they give
-/// lags the primal; their extrapolation is much closer to the dual optimum.
+/// Anderson extrapolation's weights (Massias, Gramfort and Salmon, ICML 2018, section 3; skglm's
+/// `AndersonAcceleration`): for the last iterates (three to [`EXTRAPOLATE`] `+ 1`), the affine
+/// weights of the last ones whose combined differences have the least norm; `None` before there
+/// are three or when the system is degenerate. Near the optimum the iterates of coordinate
+/// descent converge linearly and slowly, and their extrapolation is much closer to the limit.
 fn anderson(history: &VecDeque<Vec<f64>>) -> Option<Vec<f64>> {
     if history.len() < 3 {
         return None;
@@ -232,11 +548,34 @@ fn anderson(history: &VecDeque<Vec<f64>>) -> Option<Vec<f64>> {
     if !(sum.is_finite() && sum != 0.0) {
         return None;
     }
+    Some(z.iter().map(|c| c / sum).collect())
+}
+
+/// `sum_m c_m history[m + 1]`: the extrapolated iterate of [`anderson`]'s weights `c`.
+fn combine(history: &VecDeque<Vec<f64>>, c: &[f64]) -> Vec<f64> {
     let mut out = vec![0.0; history[0].len()];
-    for (c, r) in z.iter().zip(history.iter().skip(1)) {
-        out.iter_mut().zip(r).for_each(|(o, v)| *o += c / sum * v);
+    for (c, r) in c.iter().zip(history.iter().skip(1)) {
+        out.iter_mut().zip(r).for_each(|(o, v)| *o += c * v);
     }
-    Some(out)
+    out
+}
+
+/// The working set (module docs): the support, then the features not screened whose dual
+/// constraint `u` is nearest to violating, `size` in all, in increasing order.
+fn working_set(w: &[f64], u: &[f64], norms: &[f64], screened: &[bool], l1: f64, size: usize) -> Vec<usize> {
+    let d = screened.len();
+    let mut set: Vec<usize> = (0..d).filter(|&j| w[j] != 0.0).collect();
+    let mut rest: Vec<(f64, usize)> = (0..d)
+        .filter(|&j| !screened[j] && w[j] == 0.0 && norms[j] > 0.0)
+        .map(|j| ((l1 - u[j].abs()) / norms[j], j))
+        .collect();
+    let want = size.saturating_sub(set.len()).min(rest.len());
+    if want > 0 && want < rest.len() {
+        rest.select_nth_unstable_by(want - 1, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
+    }
+    set.extend(rest[..want].iter().map(|&(_, j)| j));
+    set.sort_unstable();
+    set
 }
 
 /// Coordinate descent from the model `w` (length `d + 1`; zero for a cold start) on the
@@ -244,84 +583,66 @@ fn anderson(history: &VecDeque<Vec<f64>>) -> Option<Vec<f64>> {
 /// certificate or the clock runs out. Errors when the objective stops being finite.
 pub(crate) fn run<D: Rows, L: Loss>(ctx: &mut Context<'_, '_, D, L>, w: Vec<f64>) -> Result<Outcome> {
     let cols = Columns::of(ctx)?;
-    let (problem, loss, cfg) = (ctx.problem, ctx.loss, ctx.cfg);
+    let (problem, cfg) = (ctx.problem, ctx.cfg);
     let (d, nf, bias) = (problem.x.n_cols(), problem.n() as f64, ctx.bias());
-    let slots: Vec<usize> = (0..d).chain((bias > 0.0).then_some(d)).collect();
-    let total: f64 = slots.iter().map(|&j| cols.len(j) as f64).sum::<f64>().max(1.0);
-    let mut r = zeros::<f64>(cols.kept.len())?;
-    for (k, &i) in cols.kept.iter().enumerate() {
-        let i = i as usize;
-        let a = problem.x.dot(i, &w[..d]) + bias * w[d];
-        r[k] = problem.weight(i).sqrt() * (a - problem.y[i]);
-    }
+    let intercept: Option<usize> = (bias > 0.0).then_some(d);
+    let total =
+        ((0..d).map(|j| cols.len(j)).sum::<usize>() + intercept.map_or(0, |j| cols.len(j))).max(1) as f64;
+    let r = zeros::<f64>(cols.kept.len())?;
     let mut s = Descent { cols: &cols, l1: cfg.l1, l2: ctx.l2, nf, w, r };
     let norms: Vec<f64> = cols.h.iter().map(|h| (h * nf).sqrt()).collect();
-    let mut screened = vec![false; d + 1];
+    let every: Vec<usize> = (0..d).collect();
+    let mut screened = vec![false; d];
+    let mut screening = true;
     let mut gap_trace = Vec::new();
-    let every = cfg.check_every.max(1);
     let mut outer = 0u32;
-    let mut residuals: VecDeque<Vec<f64>> = VecDeque::with_capacity(EXTRAPOLATE + 1);
-    let mut best: Option<screen::DualPoint> = None;
+    let mut history: VecDeque<Vec<f64>> = VecDeque::with_capacity(EXTRAPOLATE + 1);
+    let mut best: Option<Point> = None;
+    let (mut ws_size, mut last_gap) = (0usize, f64::INFINITY);
     let (status, point) = loop {
-        // A full sweep over the features not screened.
-        let mut visited = 0usize;
-        for &j in slots.iter().filter(|&&j| !screened[j]) {
-            s.update(j);
-            visited += cols.len(j);
-        }
-        ctx.clock.add_pass(visited as f64 / total);
         outer += 1;
-        if residuals.len() == EXTRAPOLATE + 1 {
-            residuals.pop_front();
-        }
-        residuals.push_back(s.r.clone());
-        let late = ctx.clock.out_of_time();
-        let last = ctx.clock.remaining() == 0 || late;
-        if !(outer - 1).is_multiple_of(every) && !last {
-            continue;
-        }
-        let intercept = bias * s.w[d];
-        let mut point = screen::dual_point(problem, loss, cfg, &s.w[..d], intercept);
+        ctx.clock.add_pass(s.refresh() as f64 / total);
+        let scope: Vec<usize> = (0..d).filter(|&j| !screened[j]).collect();
+        let (point, visited) = s.check(&scope, &history);
+        ctx.clock.add_pass(visited as f64 / total);
         let primal = point.certificate.primal;
         if !primal.is_finite() {
             return Err(SdcaError::NonFiniteResult { what: "the coordinate descent iterate's objective" });
         }
-        ctx.clock.add_pass(2.0);
-        // Dual extrapolation, and the best dual point so far (every one stays feasible).
-        if let Some(r) = anderson(&residuals) {
-            let mut theta = vec![0.0; problem.n()];
-            for (k, &i) in cols.kept.iter().enumerate() {
-                theta[i as usize] = -r[k] / problem.weight(i as usize).sqrt();
-            }
-            let other = screen::feasible(problem, loss, cfg, theta, primal);
-            ctx.clock.add_pass(1.0);
-            if other.certificate.dual > point.certificate.dual {
-                point = other;
-            }
-        }
-        if let Some(b) = best.take() {
-            if b.certificate.dual > point.certificate.dual {
-                let dual = b.certificate.dual.min(primal);
-                point =
-                    screen::DualPoint { certificate: Certificate { primal, dual, gap: primal - dual }, ..b };
-            }
-        }
+        // The best dual point so far (every one stays feasible).
+        let point = better(point, best.take());
         best = Some(point.clone());
         let c = point.certificate;
         if !c.gap.is_finite() {
             return Err(SdcaError::NonFiniteResult { what: "the coordinate descent iterate's duality gap" });
         }
+        let met = ctx.judge.met(&c);
+        let late = ctx.clock.out_of_time();
+        if met || late || ctx.clock.remaining() == 0 {
+            // The certificate returned is over every feature (module docs).
+            let full = if scope.len() < d {
+                ctx.clock.add_pass(cols.entries(&every) as f64 / total);
+                cols.point(point.t.clone(), &every, primal, (s.l1, s.l2), nf)
+            } else {
+                point
+            };
+            gap_trace.push(full.certificate.gap);
+            if ctx.judge.met(&full.certificate) {
+                break (Status::Converged, full);
+            }
+            if late || ctx.clock.remaining() == 0 {
+                break (if late { Status::MaxSeconds } else { Status::MaxEpochs }, full);
+            }
+            // The screening's certificate met tol and the full one did not: go on without it.
+            screened.iter_mut().for_each(|z| *z = false);
+            (screening, best) = (false, None);
+            continue;
+        }
         gap_trace.push(c.gap);
-        if ctx.judge.met(&c) {
-            break (Status::Converged, point);
-        }
-        if last || ctx.clock.remaining() == 0 {
-            break (if late { Status::MaxSeconds } else { Status::MaxEpochs }, point);
-        }
         // Dynamic Gap Safe screening (module docs), with the rounding of the gap added.
         let reach = ((2.0 * c.gap + 8.0 * f64::EPSILON * (c.primal.abs() + c.dual.abs())) / nf).sqrt();
-        for j in 0..d {
-            if !screened[j] && (point.u[j].abs() + norms[j] * reach) * (1.0 + 1e-9) < s.l1 {
+        for j in scope.iter().copied().filter(|_| screening) {
+            if (point.u[j].abs() + norms[j] * reach) * (1.0 + 1e-9) < s.l1 {
                 screened[j] = true;
                 if s.w[j] != 0.0 {
                     cols.shift(j, -s.w[j], &mut s.r);
@@ -329,28 +650,26 @@ pub(crate) fn run<D: Rows, L: Loss>(ctx: &mut Context<'_, '_, D, L>, w: Vec<f64>
                 }
             }
         }
-        // Sweeps over the support (module docs).
-        let negligible = 0.1 * cfg.tol * c.primal;
-        let mut spent = 0.0;
-        while spent < SUPPORT_WORK && ctx.clock.remaining() > 0 {
-            let (mut decrease, mut visited) = (0.0, 0usize);
-            for &j in &slots {
-                if !screened[j] && s.w[j] != 0.0 {
-                    decrease += s.update(j);
-                    visited += cols.len(j);
-                }
-            }
-            ctx.clock.add_pass(visited as f64 / total);
-            spent += visited as f64 / total;
-            if visited == 0 || decrease <= negligible {
-                break;
-            }
+        // The working set (module docs), grown when the last inner solve did not halve the gap.
+        let support = (0..d).filter(|&j| s.w[j] != 0.0).count();
+        let mut size = WS_MIN.max(2 * support);
+        if c.gap > 0.5 * last_gap {
+            size = size.max(2 * ws_size);
         }
+        last_gap = c.gap;
+        let mut slots = working_set(&s.w, &point.u, &norms, &screened, s.l1, size);
+        ws_size = slots.len();
+        slots.extend(intercept);
+        s.inner(&slots, INNER_TOL * c.gap, &mut ctx.clock, total, &mut history);
     };
     let c = point.certificate;
+    let mut alpha = vec![0.0; problem.n()];
+    for ((&i, t), root) in cols.kept.iter().zip(&point.t).zip(&cols.root) {
+        alpha[i as usize] = t / root;
+    }
     Ok(Outcome {
         w: s.w,
-        alpha: point.theta,
+        alpha,
         certificate: c,
         solved_gap: c.gap,
         status,
@@ -431,6 +750,58 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// A 40-value Lasso path on a p >> n problem with a sparse truth (Gaussian-like rows from
+    /// `toy`, 120 x 1,500, 12 true features), down to `l1_max / 50`: every value is certified at
+    /// tol 1e-6 within the default `max_epochs`, with sequential screening on and off, and the
+    /// two paths' objectives agree within their gaps.
+    #[test]
+    fn lasso_path_certifies_every_value() {
+        use crate::solver::{fit_path, PathParams};
+        let (n, d) = (120, 1500);
+        let (x, noise) = toy(n, d, false, 11);
+        let y: Vec<f64> = (0..n)
+            .map(|i| {
+                (0..12).map(|k| x[i * d + k * 97 % d] * (1.0 + k as f64 / 6.0)).sum::<f64>() + 0.1 * noise[i]
+            })
+            .collect();
+        let view = DenseView::new(&x, n, d).unwrap();
+        let base = FitParams { loss: "squared".into(), l2: 0.0, tol: 1e-6, ..Default::default() };
+        let run = |screening: bool| {
+            let path = PathParams { n_l1: 40, l1_min_ratio: 0.02, screening, ..Default::default() }
+                .check(&base)
+                .unwrap();
+            let p = Problem::new(&view, &y, None, path.config(None).unwrap().loss).unwrap();
+            fit_path(&p, &path).unwrap()
+        };
+        let (on, off) = (run(true), run(false));
+        for (k, (a, b)) in on.fits.iter().zip(&off.fits).enumerate() {
+            assert!(a.converged() && b.converged(), "value {k}: {a:?} {b:?}");
+            assert!(a.solver == "cd" || a.solver == "closed_form", "value {k}: {}", a.solver);
+            let (ca, cb) = (a.certificate, b.certificate);
+            assert!(ca.gap <= 1e-6 * ca.primal && cb.gap <= 1e-6 * cb.primal, "value {k}");
+            assert!((ca.primal - cb.primal).abs() <= ca.gap + cb.gap + 1e-14 * cb.primal, "value {k}");
+        }
+        assert!(on.fits.last().unwrap().coef.iter().filter(|v| **v != 0.0).count() >= 12);
+    }
+
+    /// The anytime moves (Anderson extrapolation, the sign-fixed Newton step) are taken only
+    /// when they lower the objective, so a fit warm-started from a loose one ends at most at its
+    /// start's objective, within that start's certified gap of it.
+    #[test]
+    fn warm_started_fit_never_rises_above_its_start() {
+        let (n, d) = (50, 300);
+        let (x, y) = toy(n, d, false, 12);
+        let view = DenseView::new(&x, n, d).unwrap();
+        let cfg = FitParams { tol: 1e-9, max_epochs: 2000, ..params("cd", 0.0, 0.02, true) }.check().unwrap();
+        let p = Problem::new(&view, &y, None, cfg.loss).unwrap();
+        let loose =
+            fit(&p, &FitParams { tol: 1e-2, ..params("cd", 0.0, 0.02, true) }.check().unwrap()).unwrap();
+        let tight = fit_from(&p, &cfg, Some(&Warm::from(&loose))).unwrap();
+        assert!(tight.converged(), "{tight:?}");
+        assert!(tight.certificate.primal <= loose.certificate.primal, "{tight:?} {loose:?}");
+        assert!(loose.certificate.primal - tight.certificate.primal <= loose.certificate.gap + 1e-15);
     }
 
     /// `solver="cd"` takes the squared loss only, with a message naming the fix.

@@ -79,13 +79,12 @@ impl Columns {
     }
 }
 
-/// A certificate of the full problem at a model, its feasible duals `theta` and their `u`
-/// (module docs).
+/// A certificate of the full problem at a model and the `u` of its feasible duals (module
+/// docs).
 #[derive(Clone)]
 pub(crate) struct DualPoint {
     pub certificate: Certificate,
     pub u: Vec<f64>,
-    pub theta: Vec<f64>,
 }
 
 /// The certificate at the model (`coef`, `intercept`) with its matched duals moved into the
@@ -119,7 +118,7 @@ pub(crate) fn dual_point<D: Rows, L: Loss>(
 /// The certificate of `primal` (the objective at some model) with the duals `theta` (zero at
 /// rows of zero weight) moved into the feasible set as in the module docs, and their `u`. One
 /// pass over the rows. A `theta` outside the loss's dual domain gives the dual `-inf`.
-pub(crate) fn feasible<D: Rows, L: Loss>(
+fn feasible<D: Rows, L: Loss>(
     problem: &Problem<'_, D>,
     loss: L,
     cfg: &FitConfig,
@@ -187,7 +186,7 @@ pub(crate) fn feasible<D: Rows, L: Loss>(
     // (`-inf` and NaN duals leave an infinite gap: no certificate.)
     let dual = if dual.is_nan() { f64::NEG_INFINITY } else { dual };
     let gap = (primal - dual).max(0.0);
-    DualPoint { certificate: Certificate { primal, dual: dual.min(primal), gap }, u, theta }
+    DualPoint { certificate: Certificate { primal, dual: dual.min(primal), gap }, u }
 }
 
 /// The sequential Gap Safe test of the problem `cfg` describes, from the model (`coef`,
