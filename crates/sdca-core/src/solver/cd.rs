@@ -61,9 +61,13 @@ const EXTRAPOLATE: usize = 5;
 const SUPPORT_WORK: f64 = 3.0;
 
 /// Whether coordinate descent runs: `Cd` asks for it (an error for another loss than squared, a
-/// group penalty or gap sampling); `Auto` for the squared loss with an L1 penalty and at least
-/// as many features as rows (module docs), without gap sampling or a group penalty.
-pub(crate) fn chosen(cfg: &FitConfig) -> Result<bool> {
+/// group penalty or gap sampling); `Auto` for the squared loss with an L1 penalty, without gap
+/// sampling or a group penalty, when the dual is badly conditioned: the Lasso itself (`l2 = 0`,
+/// which SDCA solves only through a reduction with a tiny `l2`) or at least as many features as
+/// rows. With many more rows than features and `l2 > 0`, (accelerated) Prox-SDCA wins: on
+/// 203,621 CoNLL tokens x 94,204 attributes at `l2 = 1e-4`, coordinate descent took 0.95 s to
+/// 1e-8 against 0.31 s (`make bench`, the elastic-net row).
+pub(crate) fn chosen(cfg: &FitConfig, n: usize, d: usize) -> Result<bool> {
     let domain = cfg.loss == LossKind::Squared && cfg.groups.is_none() && cfg.sampling != Sampling::Gap;
     match cfg.solver {
         SolverKind::Cd if !domain => Err(SdcaError::InvalidParameter {
@@ -75,7 +79,7 @@ pub(crate) fn chosen(cfg: &FitConfig) -> Result<bool> {
             ),
         }),
         SolverKind::Cd => Ok(true),
-        SolverKind::Auto => Ok(domain && cfg.l1 > 0.0),
+        SolverKind::Auto => Ok(domain && cfg.l1 > 0.0 && (cfg.l2 == 0.0 || d >= n)),
         _ => Ok(false),
     }
 }
@@ -431,6 +435,23 @@ mod tests {
                 }
             }
         }
+    }
+
+    /// `auto` runs coordinate descent for the Lasso and for an elastic net with at least as
+    /// many features as rows; with more rows than features and `l2 > 0`, Prox-SDCA.
+    #[test]
+    fn auto_picks_cd_for_the_lasso_and_wide_elastic_nets() {
+        let solver_for = |n: usize, d: usize, l2: f64, l1: f64| {
+            let (x, y) = toy(n, d, false, 4);
+            let view = DenseView::new(&x, n, d).unwrap();
+            let cfg = FitParams { max_epochs: 2, ..params("auto", l2, l1, true) }.check().unwrap();
+            fit(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg).unwrap().solver
+        };
+        assert_eq!(solver_for(100, 40, 0.0, 0.05), "cd");
+        assert_eq!(solver_for(40, 100, 1e-2, 0.05), "cd");
+        assert_eq!(solver_for(40, 40, 1e-2, 0.05), "cd");
+        assert_ne!(solver_for(100, 40, 1e-2, 0.05), "cd");
+        assert_ne!(solver_for(40, 100, 1e-2, 0.0), "cd");
     }
 
     /// `solver="cd"` takes the squared loss only, with a message naming the fix.
