@@ -234,8 +234,9 @@ def test_sparse_lasso_and_elastic_net_match_sklearn(
     assert 0.0 <= model["gap"] <= tol * model["primal"]
     assert model["primal"] - model["gap"] <= ref.primal * (1 + 1e-12)
     assert model["solved_gap"] >= 0.0
-    # solver="auto" runs coordinate descent for the squared loss with an L1 penalty, which
-    # solves the Lasso as it is (no reduction): the problem solved is the user's.
+    # solver="auto" runs coordinate descent for the squared loss with an L1 penalty when l2 = 0
+    # or d >= n; it solves the Lasso as it is (no reduction): the problem solved is the user's.
+    assert x.shape[1] >= n
     assert model["solver"] == "cd"
     assert model["l2_used"] == l2
     assert model["solved_gap"] == model["gap"]

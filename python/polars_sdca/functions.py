@@ -246,7 +246,8 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
             Solver (default "auto": "newton" for a ridge problem (``l1 = 0``, ``l2 > 0``)
             with at most 31 features and loss "logistic", "squared", "squared_hinge" or
             "smooth_hinge", unless ``sampling="gap"``; "cd" for the squared loss with
-            ``l1 > 0`` (Lasso and elastic net); else accelerated Prox-SDCA when
+            ``l1 > 0`` when ``l2 = 0`` (the Lasso), there are at least as many features
+            as rows, or ``R^2 / l2 > 10 n``; else accelerated Prox-SDCA when
             ``R^2 / (gamma l2) > 10 n`` for a ``1/gamma``-smooth loss, plain (Prox-)SDCA
             otherwise). The model's ``solver`` field says which ran. "newton" is damped
             Newton on the primal for those losses and ridge problems (at most 512

@@ -305,6 +305,32 @@ impl Rows for DenseView<'_> {
         }
     }
     #[inline(always)]
+    fn dot_block<F: Fn(f64) -> f64>(&self, i: usize, v: &[f64], out: &mut [f64], f: F) {
+        if out.len() == 1 {
+            out[0] = self.dot_map(i, v, f);
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2() {
+            // SAFETY: AVX2 is available (checked).
+            return unsafe { dense_dot_block_avx2(self.row(i), v, out, &f) };
+        }
+        dense_dot_block(self.row(i), v, out, &f)
+    }
+    #[inline(always)]
+    fn axpy_block(&self, i: usize, a: &[f64], v: &mut [f64]) {
+        if a.len() == 1 {
+            self.axpy(i, a[0], v);
+            return;
+        }
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2() {
+            // SAFETY: AVX2 is available (checked).
+            return unsafe { dense_axpy_block_avx2(self.row(i), a, v) };
+        }
+        dense_axpy_block(self.row(i), a, v)
+    }
+    #[inline(always)]
     fn prefetch_row(&self, i: usize) {
         let row = self.data.as_ptr().wrapping_add(i * self.n_cols);
         for line in (0..self.n_cols.min(32)).step_by(8) {
@@ -321,6 +347,86 @@ impl Rows for DenseView<'_> {
         }
         Ok(self.dot(i, w))
     }
+}
+
+/// `out[c] = sum_j x_j f(v[j k + c])` for a dense row `x` and `k = out.len() >= 2` scores,
+/// each feature's `k` weights being contiguous. The classes go in blocks of `B` (8, else 4,
+/// else 2) whose sums stay in registers for the whole row, the last block overlapping the one
+/// before when `B` does not divide `k`: a loop over all `k` classes per feature instead kept
+/// the sums in memory, and each feature waited on the previous one's stores (1.7 times slower
+/// on a 784 x 10 block, 1.6 on 16 x 26). Each score is still summed over the features in
+/// order, so the bits do not depend on the blocking. Zero entries are not skipped: on
+/// Fashion-MNIST (half zeros) the mispredicted tests cost more than the skipped terms.
+#[inline(always)]
+fn dense_dot_block<F: Fn(f64) -> f64>(row: &[f64], v: &[f64], out: &mut [f64], f: &F) {
+    let k = out.len();
+    debug_assert!(k >= 2 && v.len() >= row.len() * k);
+    if k >= 8 {
+        dense_dot_blocks::<8, F>(row, v, out, f)
+    } else if k >= 4 {
+        dense_dot_blocks::<4, F>(row, v, out, f)
+    } else {
+        dense_dot_blocks::<2, F>(row, v, out, f)
+    }
+}
+
+/// [`dense_dot_block`] in blocks of `B <= out.len()` classes.
+#[inline(always)]
+fn dense_dot_blocks<const B: usize, F: Fn(f64) -> f64>(row: &[f64], v: &[f64], out: &mut [f64], f: &F) {
+    let k = out.len();
+    let mut next = 0;
+    while next < k {
+        let c0 = next.min(k - B);
+        let mut acc = [0.0f64; B];
+        for (&x, vj) in row.iter().zip(v.chunks_exact(k)) {
+            let w = &vj[c0..c0 + B];
+            for c in 0..B {
+                acc[c] += x * f(w[c]);
+            }
+        }
+        out[c0..c0 + B].copy_from_slice(&acc);
+        next += B;
+    }
+}
+
+/// `v[j k + c] += x_j a[c]` for a dense row `x` and `k = a.len()`: one sweep over the row,
+/// each feature's `k` weights in one vectorisable loop.
+#[inline(always)]
+fn dense_axpy_block(row: &[f64], a: &[f64], v: &mut [f64]) {
+    debug_assert!(!a.is_empty() && v.len() >= row.len() * a.len());
+    for (&x, vj) in row.iter().zip(v.chunks_exact_mut(a.len())) {
+        for (w, &ac) in vj.iter_mut().zip(a) {
+            *w += x * ac;
+        }
+    }
+}
+
+/// [`dense_dot_block`] compiled for AVX2: four lanes instead of SSE2's two (no FMA, so the
+/// bits are those of the portable loop).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn dense_dot_block_avx2<F: Fn(f64) -> f64>(row: &[f64], v: &[f64], out: &mut [f64], f: &F) {
+    dense_dot_block(row, v, out, f)
+}
+
+/// [`dense_axpy_block`] compiled for AVX2 (see [`dense_dot_block_avx2`]).
+///
+/// # Safety
+/// The CPU must support AVX2.
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn dense_axpy_block_avx2(row: &[f64], a: &[f64], v: &mut [f64]) {
+    dense_axpy_block(row, a, v)
+}
+
+/// Whether the CPU has AVX2 (detected once, then a cached load).
+#[cfg(target_arch = "x86_64")]
+#[inline(always)]
+fn has_avx2() -> bool {
+    std::arch::is_x86_feature_detected!("avx2")
 }
 
 #[cfg(test)]
@@ -348,6 +454,39 @@ mod tests {
         assert!(csr.dot_checked(0, &w[..3]).is_err());
         assert_eq!(csr.dot_checked(1, &w[..1]).unwrap(), 0.0);
         assert!(dense.dot_checked(0, &w[..3]).is_err());
+    }
+
+    /// The dense block kernels (blocked, AVX2 when the CPU has it, and portable) give the bits of
+    /// the generic per-entry loops of a CSR row storing every entry, zeros included, for every
+    /// class count around the block widths.
+    #[test]
+    fn dense_block_kernels_match_the_per_entry_loops() {
+        let (n, d) = (3, 7);
+        let x: Vec<f64> =
+            (0..n * d).map(|t| if t % 5 == 0 { 0.0 } else { ((t * 37) % 11) as f64 / 3.0 - 1.7 }).collect();
+        let dense = DenseView::new(&x, n, d).unwrap();
+        let indptr: Vec<i64> = (0..=n as i64).map(|i| i * d as i64).collect();
+        let indices: Vec<u32> = (0..n * d).map(|t| (t % d) as u32).collect();
+        let csr = CsrView::new(&indptr, &indices, &x, d).unwrap();
+        for k in 2..=19 {
+            let v: Vec<f64> = (0..(d + 1) * k).map(|t| ((t * 53) % 29) as f64 / 7.0 - 2.1).collect();
+            let a: Vec<f64> = (0..k).map(|c| if c % 3 == 1 { 0.0 } else { c as f64 * 0.37 - 1.0 }).collect();
+            let f = |w: f64| 0.5 * w;
+            for i in 0..n {
+                let (mut want, mut got, mut portable) = (vec![0.0; k], vec![0.0; k], vec![0.0; k]);
+                csr.dot_block(i, &v, &mut want, f);
+                dense.dot_block(i, &v, &mut got, f);
+                dense_dot_block(dense.row(i), &v, &mut portable, &f);
+                assert_eq!(got, want, "scores, k = {k}, row {i}");
+                assert_eq!(portable, want, "portable scores, k = {k}, row {i}");
+                let (mut want, mut got, mut portable) = (v.clone(), v.clone(), v.clone());
+                csr.axpy_block(i, &a, &mut want);
+                dense.axpy_block(i, &a, &mut got);
+                dense_axpy_block(dense.row(i), &a, &mut portable);
+                assert_eq!(got, want, "update, k = {k}, row {i}");
+                assert_eq!(portable, want, "portable update, k = {k}, row {i}");
+            }
+        }
     }
 
     #[test]

@@ -91,6 +91,9 @@ pub(crate) fn chain_entropy_kl(
     (-h, d)
 }
 
+/// One sequence's node and edge marginals, mutable.
+pub(crate) type BlockMut<'m> = (&'m mut [f64], &'m mut [f64]);
+
 /// Per-sequence marginals in two flat arenas.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Marginals {
@@ -143,6 +146,31 @@ impl Marginals {
             &mut self.node[self.node_off[i]..self.node_off[i + 1]],
             &mut self.edge[self.edge_off[i]..self.edge_off[i + 1]],
         )
+    }
+
+    /// Node and edge marginals of the distinct sequences `ids`, in that order.
+    pub(crate) fn blocks_mut(&mut self, ids: &[usize]) -> Vec<BlockMut<'_>> {
+        let mut order: Vec<usize> = (0..ids.len()).collect();
+        order.sort_unstable_by_key(|&j| ids[j]);
+        let mut out: Vec<(usize, BlockMut<'_>)> = Vec::with_capacity(ids.len());
+        let (mut node, mut edge) = (&mut self.node[..], &mut self.edge[..]);
+        let (mut node_at, mut edge_at) = (0, 0);
+        for j in order {
+            let i = ids[j];
+            let (n0, n1, e0, e1) =
+                (self.node_off[i], self.node_off[i + 1], self.edge_off[i], self.edge_off[i + 1]);
+            debug_assert!(n0 >= node_at && e0 >= edge_at, "sequences must be distinct");
+            let (_, rest) = std::mem::take(&mut node).split_at_mut(n0 - node_at);
+            let (nb, rest) = rest.split_at_mut(n1 - n0);
+            node = rest;
+            let (_, rest) = std::mem::take(&mut edge).split_at_mut(e0 - edge_at);
+            let (eb, rest) = rest.split_at_mut(e1 - e0);
+            edge = rest;
+            (node_at, edge_at) = (n1, e1);
+            out.push((j, (nb, eb)));
+        }
+        out.sort_unstable_by_key(|(j, _)| *j);
+        out.into_iter().map(|(_, b)| b).collect()
     }
 
     /// `H~(mu_i)`.
@@ -199,6 +227,25 @@ mod tests {
             l -= node[t * k + y[t] as usize].ln();
         }
         l
+    }
+
+    #[test]
+    fn blocks_mut_hands_out_the_named_blocks_in_order() {
+        let starts = [0usize, 2, 3, 7, 8];
+        let mut m = Marginals::new(&starts, 2).unwrap();
+        for i in 0..4 {
+            let (node, edge) = m.block_mut(i);
+            node.fill(i as f64);
+            edge.fill(10.0 + i as f64);
+        }
+        let got = m.blocks_mut(&[3, 0, 2]);
+        let seen: Vec<(usize, usize, f64, f64)> = got
+            .iter()
+            .map(|(n, e)| {
+                (n.len(), e.len(), n.first().copied().unwrap_or(-1.0), e.first().copied().unwrap_or(-1.0))
+            })
+            .collect();
+        assert_eq!(seen, vec![(2, 0, 3.0, -1.0), (4, 4, 0.0, 10.0), (8, 12, 2.0, 12.0)]);
     }
 
     #[test]

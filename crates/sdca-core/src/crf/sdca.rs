@@ -34,14 +34,19 @@
 //! `w <- w + gamma v`, so `w = w^(mu)` holds at all times.
 //!
 //! Several threads (`n_threads > 1`): a block of `min(4 n_threads, n / 512)` distinct sequences
-//! is drawn, and
-//! their oracles and line searches are computed in parallel at the block's starting weights;
-//! the steps are then applied one by one. The evaluations' chain sums do not depend on `w`
-//! (only the scalar `<w, v>` does), so each step re-scores the evaluated points at the current
-//! weights and moves to the one that raises the dual most (no serial evaluation). A direction
-//! from a stale oracle is still feasible (`mu_i + gamma (nu_i - mu_i)` stays in the marginal
-//! polytope) and every step still raises the dual, so the certificate and the monotone dual
-//! hold. The result depends on the seed and the thread count only.
+//! is drawn. Its sequences' unary scores are computed in parallel at the block's starting
+//! weights (the only read of `w` an oracle makes: `<w, v>` comes from the scores); then, while
+//! the other threads compute the oracles and line searches (at those weights), the calling
+//! thread applies the finished steps one by one in draw order, helping with the oracles when
+//! the next one is not ready. The evaluations' chain sums do not depend on `w` (only the scalar
+//! `<w, v>` does), so each step re-scores the evaluated points at the current weights and moves
+//! to the one that raises the dual most (no serial evaluation). The move of `mu_i` is deferred
+//! to the next block's parallel phase (made before the slot's next oracle; a sequence drawn
+//! again first has it made at once), so the serial part of a step is its `<w, v>`, the choice of
+//! the point and the move of `w`. A direction from a stale oracle is still feasible
+//! (`mu_i + gamma (nu_i - mu_i)` stays in the marginal polytope) and every step still raises the
+//! dual, so the certificate and the monotone dual hold. Which thread runs which oracle does not
+//! change any result: the fit depends on the seed and the thread count only.
 //!
 //! Initialisation: eps-smoothed one-hot marginals of the true labels
 //! (`eps = 1e-10`, never uniform), `w = w^(mu)` (about 0), every stored gap 100.
@@ -59,6 +64,9 @@
 //! back to bisection; `T = 1` chains use the node entropy and `T = 2` the single edge; block
 //! gaps clamped `>= 0`; sums over positions compensated, so rounding does not grow with the
 //! length of a sequence.
+
+use std::sync::atomic::{AtomicU8, AtomicUsize, Ordering};
+use std::sync::{Mutex, PoisonError, RwLock};
 
 use rand::SeedableRng;
 use rand_xoshiro::Xoshiro256PlusPlus;
@@ -135,7 +143,7 @@ pub struct CrfFit {
     pub mean_line_search_iters: f64,
     /// Estimated peak memory in bytes ([`memory_estimate`]).
     pub memory_bytes: u64,
-    /// Oracle threads used (the block size is `8` per thread when more than one).
+    /// Oracle threads used (the block size is `4` per thread when more than one).
     pub n_threads: usize,
 }
 
@@ -269,6 +277,9 @@ struct Slot {
     h_old: f64,
     /// Line-search evaluations made with the oracle.
     memo: Memo,
+    /// The step size of a step on `i` whose move of `mu_i` (by `gamma delta`) is still to be
+    /// made (the parallel solver defers it to the next block's parallel phase).
+    pending: Option<f64>,
 }
 
 impl Slot {
@@ -291,41 +302,64 @@ impl Slot {
     }
 }
 
+/// The unary scores of `s.i` at the weights `w`, into `s.theta` (the oracle's only read of `w`).
+fn theta_of<D: TokenRows>(ctx: &Ctx<'_, '_, D>, w: &[f64], s: &mut Slot) {
+    let (k, p) = (ctx.lay.k, ctx.problem);
+    let rows = p.sequence(s.i);
+    let t_len = rows.len();
+    s.ensure(t_len, k, ctx.index.active(s.i).len());
+    scores(p.x(), rows, w, ctx.lay, &mut s.theta[..t_len * k]);
+}
+
 /// The oracle of `s.i` at the weights `w` (transitions exponentiated in `trans`): fills `delta`,
 /// `v`, the block gap and the scalars of the line search.
 fn oracle<D: TokenRows>(
     ctx: &Ctx<'_, '_, D>,
     w: &[f64],
     trans: &Transitions,
-    mu: &Marginals,
+    mu: (&[f64], &[f64]),
     h_old: f64,
     s: &mut Slot,
 ) {
-    let (k, lay, p) = (ctx.lay.k, ctx.lay, ctx.problem);
+    theta_of(ctx, w, s);
+    oracle_scored(ctx, trans, mu, h_old, s);
+}
+
+/// [`oracle`] from the scores already in `s.theta` (`mu` is the block of `s.i`). `<w, v>` comes
+/// from the scores, `-(1/(lambda n)) (sum_t <delta_t, theta_t> + sum_t <delta_{t,t+1}, W>)`
+/// (`theta` is `w` applied to the features), so the weights are not read again.
+fn oracle_scored<D: TokenRows>(
+    ctx: &Ctx<'_, '_, D>,
+    trans: &Transitions,
+    (mu_n, mu_e): (&[f64], &[f64]),
+    h_old: f64,
+    s: &mut Slot,
+) {
+    let (k, p) = (ctx.lay.k, ctx.problem);
     let i = s.i;
     let rows = p.sequence(i);
     let t_len = rows.len();
     let (nn, ne) = (t_len * k, (t_len - 1) * k * k);
-    let (act, loc) = (ctx.index.active(i), ctx.index.local(i));
-    s.ensure(t_len, k, act.len());
-    let theta = &mut s.theta[..nn];
-    scores(p.x(), rows.clone(), w, lay, theta);
+    let loc = ctx.index.local(i);
+    let n_act = ctx.index.active(i).len();
+    s.ensure(t_len, k, n_act);
+    let theta = &s.theta[..nn];
     let (dn, de) = (&mut s.dn[..nn], &mut s.de[..ne]);
     let log_z = s.chain.marginals(theta, trans, k, dn, de, None);
-    let (mu_n, mu_e) = mu.block(i);
     let wt = trans.scores();
     let v_rest = &mut s.v_rest;
     v_rest.fill(0.0);
-    // One pass per position: <mu, theta> and <mu, W> for the gap, delta in place, the dense
-    // part of v (scaled by -1/(lambda n) at the end).
-    let mut lin = Sum::default();
+    // One pass per position: <mu, theta> and <mu, W> for the gap, delta in place, <delta, theta>
+    // and <delta, W> for <w, v>, the dense part of v (scaled by -1/(lambda n) at the end).
+    let (mut lin, mut dot) = (Sum::default(), Sum::default());
     for t in 0..t_len {
-        let mut local = 0.0;
+        let (mut local, mut local_dot) = (0.0, 0.0);
         let (th, mn) = (&theta[t * k..(t + 1) * k], &mu_n[t * k..(t + 1) * k]);
         let d = &mut dn[t * k..(t + 1) * k];
         for kk in 0..k {
             local += mn[kk] * th[kk];
             d[kk] -= mn[kk];
+            local_dot += d[kk] * th[kk];
             v_rest[kk] += d[kk];
         }
         if t == 0 {
@@ -341,15 +375,17 @@ fn oracle<D: TokenRows>(
             for j in 0..k * k {
                 local += me[j] * wt[j];
                 d[j] -= me[j];
+                local_dot += d[j] * wt[j];
                 vt[j] += d[j];
             }
         }
         lin.add(local);
+        dot.add(local_dot);
     }
     let gap = log_z - lin.get() - h_old;
     s.gap = if gap > 0.0 { gap } else { 0.0 };
     let c = -1.0 / ctx.lam_n;
-    let v_em = &mut s.v_em[..act.len() * k];
+    let v_em = &mut s.v_em[..n_act * k];
     v_em.fill(0.0);
     let mut e = 0;
     for (t, row) in rows.enumerate() {
@@ -362,42 +398,52 @@ fn oracle<D: TokenRows>(
             }
         });
     }
-    v_em.iter_mut().for_each(|x| *x *= c);
-    v_rest.iter_mut().for_each(|x| *x *= c);
-    let (wv, vv) = direction_dots(w, lay, act, v_em, v_rest);
-    s.wv = wv;
+    let mut vv = 0.0;
+    for x in v_em.iter_mut().chain(v_rest.iter_mut()) {
+        *x *= c;
+        vv += *x * *x;
+    }
+    s.wv = c * dot.get();
     s.vv = vv;
     s.h_old = h_old;
     s.memo.clear();
 }
 
-/// `(<w, v>, ||v||^2)` for a direction on the attributes `act`.
-fn direction_dots(w: &[f64], lay: Layout, act: &[u32], v_em: &[f64], v_rest: &[f64]) -> (f64, f64) {
+/// `<w, v>` for a direction on the attributes `act`.
+fn direction_dot(w: &[f64], lay: Layout, act: &[u32], v_em: &[f64], v_rest: &[f64]) -> f64 {
     let k = lay.k;
-    let (mut wv, mut vv) = (0.0, 0.0);
+    let mut wv = 0.0;
     for (q, &a) in act.iter().enumerate() {
         let a = a as usize;
         for (wj, vj) in w[a * k..(a + 1) * k].iter().zip(&v_em[q * k..(q + 1) * k]) {
             wv += wj * vj;
-            vv += vj * vj;
         }
     }
     for (wj, vj) in w[lay.bias()..].iter().zip(v_rest) {
         wv += wj * vj;
-        vv += vj * vj;
     }
-    (wv, vv)
+    wv
+}
+
+/// `mu <- mu + gamma delta` for the block of slot `s` (entries kept `>= 0`).
+fn move_marginals((mu_n, mu_e): (&mut [f64], &mut [f64]), s: &Slot, gamma: f64) {
+    for (m, d) in mu_n.iter_mut().zip(&s.dn) {
+        *m = (*m + gamma * d).max(0.0);
+    }
+    for (m, d) in mu_e.iter_mut().zip(&s.de) {
+        *m = (*m + gamma * d).max(0.0);
+    }
 }
 
 /// The line search of an oracle at the weights it saw (parallel pre-search): fills the memo.
-fn pre_search<D: TokenRows>(ctx: &Ctx<'_, '_, D>, mu: &Marginals, start: f64, s: &mut Slot) -> u32 {
+fn pre_search<D: TokenRows>(ctx: &Ctx<'_, '_, D>, mu: (&[f64], &[f64]), start: f64, s: &mut Slot) -> u32 {
     if s.gap <= 0.0 {
         return 0;
     }
     let k = ctx.lay.k;
-    let t_len = mu.len_of(s.i);
+    let t_len = mu.0.len() / k;
     let (nn, ne) = (t_len * k, (t_len - 1) * k * k);
-    let line = BlockLine { t_len, k, mu: mu.block(s.i), delta: (&s.dn[..nn], &s.de[..ne]) };
+    let line = BlockLine { t_len, k, mu, delta: (&s.dn[..nn], &s.de[..ne]) };
     let sc = Scalars { lin: ctx.lam_n * s.wv, quad: ctx.lam_n * s.vv, stale: 0.0 };
     search(|g| line.eval(g), &sc, &mut s.memo, s.h_old, ctx.line_tol, start, u32::MAX).evals
 }
@@ -492,31 +538,193 @@ impl Exec<'_> {
         }
     }
 
-    /// `f` on every slot, the slots dealt round-robin to `threads` workers: the calling thread
-    /// takes the first share and the pool the others (no hand-over of the whole block, one
-    /// wake-up per other worker). Which worker runs a slot does not change its result.
-    fn for_each_slot(&self, slots: &mut [Slot], f: impl Fn(&mut Slot) + Sync) {
-        let workers = self.threads.min(slots.len()).max(1);
-        let mut shares: Vec<Vec<&mut Slot>> = (0..workers).map(|_| Vec::new()).collect();
-        for (q, s) in slots.iter_mut().enumerate() {
-            shares[q % workers].push(s);
-        }
-        let f = &f;
+    /// Runs `main` on the calling thread with `helpers` copies of `help` on the pool, and
+    /// returns when all have finished.
+    fn with_helpers<'h, R>(
+        &self,
+        helpers: usize,
+        help: &'h (dyn Fn() + Sync + 'h),
+        main: impl FnOnce() -> R,
+    ) -> R {
+        let go = |scope: &rayon::Scope<'h>| {
+            for _ in 0..helpers {
+                scope.spawn(|_| help());
+            }
+            main()
+        };
         match self.pool {
-            Some(p) => p.in_place_scope(|scope| deal(scope, shares, f)),
-            None => rayon::in_place_scope(|scope| deal(scope, shares, f)),
+            Some(p) => p.in_place_scope(go),
+            None => rayon::in_place_scope(go),
         }
     }
 }
 
-/// Spawns every share but the first on `scope` and runs the first on the calling thread.
-fn deal<'s, F: Fn(&mut Slot) + Sync>(scope: &rayon::Scope<'s>, shares: Vec<Vec<&'s mut Slot>>, f: &'s F) {
-    let mut shares = shares.into_iter();
-    let mine = shares.next();
-    for share in shares {
-        scope.spawn(move |_| share.into_iter().for_each(f));
+/// What a step changes besides `w` and `mu`; in a parallel block, the calling thread's alone.
+#[derive(Clone)]
+struct Books {
+    /// `H~(mu_i)` and its sum.
+    entropy: Vec<f64>,
+    entropy_sum: f64,
+    /// The last step size of each sequence: where its next line search starts.
+    last_gamma: Vec<f64>,
+    /// `||w||^2`, maintained as `||w + g v||^2 = ||w||^2 + 2 g <w,v> + g^2 ||v||^2`.
+    wn2: f64,
+    sampler: GapSampler,
+    line_searches: u64,
+    line_evals: u64,
+}
+
+/// Takes the step of slot `s` at the weights `w`: stores its block gap, finishes its line search
+/// and moves `w` (not `mu`: the caller does, now or later). `fresh`: the oracle saw `w`, and the
+/// search may evaluate new points on `mu` (the block of `s.i`); otherwise it takes the best point
+/// its parallel pre-search evaluated, re-scored at `w` (measured on CoNLL NER: the same number
+/// of epochs as finishing the search serially). Returns `(gamma, n (D_new - D_old))`, `gamma =
+/// 0` when the block stays.
+fn apply_step<D: TokenRows>(
+    ctx: &Ctx<'_, '_, D>,
+    w: &mut [f64],
+    books: &mut Books,
+    s: &mut Slot,
+    mu: (&[f64], &[f64]),
+    fresh: bool,
+) -> (f64, f64) {
+    let (k, lay) = (ctx.lay.k, ctx.lay);
+    let i = s.i;
+    books.sampler.set_gap(i, s.gap);
+    if s.gap <= 0.0 {
+        return (0.0, 0.0);
     }
-    mine.into_iter().flatten().for_each(f);
+    let act = ctx.index.active(i);
+    let wv = if fresh { s.wv } else { direction_dot(w, lay, act, &s.v_em[..act.len() * k], &s.v_rest) };
+    let lam_n = ctx.lam_n;
+    let sc = Scalars { lin: lam_n * wv, quad: lam_n * s.vv, stale: lam_n * (wv - s.wv) };
+    let t_len = mu.0.len() / k;
+    let (nn, ne) = (t_len * k, (t_len - 1) * k * k);
+    let known = s.memo.len();
+    let step = {
+        let line = BlockLine { t_len, k, mu, delta: (&s.dn[..nn], &s.de[..ne]) };
+        let budget = if fresh { u32::MAX } else { 0 };
+        search(|g| line.eval(g), &sc, &mut s.memo, s.h_old, ctx.line_tol, books.last_gamma[i], budget)
+    };
+    let evals = known as u64 + u64::from(step.evals);
+    if evals > 0 {
+        books.line_searches += 1;
+        books.line_evals += evals;
+    }
+    let Some(r) = step.point else {
+        return (0.0, 0.0);
+    };
+    let gain = sc.gain(&r, s.h_old);
+    move_weights(ctx, w, books, s, &r, wv);
+    (r.gamma, gain)
+}
+
+/// `w <- w + gamma v` for the evaluated point `r` of slot `s`'s line (`wv = <w, v>` before the
+/// move), with the books (`||w||^2`, the block's entropy and step size).
+fn move_weights<D: TokenRows>(
+    ctx: &Ctx<'_, '_, D>,
+    w: &mut [f64],
+    books: &mut Books,
+    s: &Slot,
+    r: &Raw,
+    wv: f64,
+) {
+    let (k, lay) = (ctx.lay.k, ctx.lay);
+    let i = s.i;
+    let act = ctx.index.active(i);
+    let v_em = &s.v_em[..act.len() * k];
+    let gamma = r.gamma;
+    books.last_gamma[i] = gamma;
+    for (q, &a) in act.iter().enumerate() {
+        let a = a as usize;
+        for (wj, vj) in w[a * k..(a + 1) * k].iter_mut().zip(&v_em[q * k..(q + 1) * k]) {
+            *wj += gamma * vj;
+        }
+    }
+    for (wj, vj) in w[lay.bias()..].iter_mut().zip(&s.v_rest) {
+        *wj += gamma * vj;
+    }
+    books.wn2 += gamma * (2.0 * wv + gamma * s.vv);
+    books.entropy_sum += r.entropy - books.entropy[i];
+    books.entropy[i] = r.entropy;
+}
+
+/// One sequence of a parallel block: its slot, its marginals, and the pending move of the
+/// slot's previous sequence (its marginals and step size).
+struct Task<'s, 'm> {
+    slot: &'s mut Slot,
+    mu: (&'m [f64], &'m [f64]),
+    old: Option<(&'m mut [f64], &'m mut [f64], f64)>,
+    /// `H~(mu_i)` and the sequence's last step size (where the pre-search starts).
+    h_old: f64,
+    from: f64,
+}
+
+/// A task's stage: scored (its `theta` computed), done (oracle and pre-search made).
+const SCORED: u8 = 1;
+const DONE: u8 = 2;
+
+/// The tasks of a parallel block and the counters by which threads claim them. Which thread runs
+/// a task does not change its result.
+struct Board<'s, 'm> {
+    tasks: Vec<Mutex<Task<'s, 'm>>>,
+    stage: Vec<AtomicU8>,
+    next_score: AtomicUsize,
+    /// Tasks scored: the weights may change once all are.
+    scored: AtomicUsize,
+    next_oracle: AtomicUsize,
+}
+
+impl Board<'_, '_> {
+    /// Claims and scores the next task at the block's weights; `false` when none is left.
+    fn score_one<D: TokenRows>(&self, ctx: &Ctx<'_, '_, D>, w: &RwLock<&mut [f64]>) -> bool {
+        let q = self.next_score.fetch_add(1, Ordering::Relaxed);
+        if q >= self.tasks.len() {
+            return false;
+        }
+        {
+            let w = w.read().unwrap_or_else(PoisonError::into_inner);
+            let mut task = self.tasks[q].lock().unwrap_or_else(PoisonError::into_inner);
+            theta_of(ctx, &w, task.slot);
+        }
+        self.stage[q].store(SCORED, Ordering::Release);
+        self.scored.fetch_add(1, Ordering::Release);
+        true
+    }
+
+    /// Claims the next scored task: the pending move of its slot, then its oracle and
+    /// pre-search; `false` when none is left.
+    fn oracle_one<D: TokenRows>(&self, ctx: &Ctx<'_, '_, D>, trans: &Transitions) -> bool {
+        let q = self.next_oracle.fetch_add(1, Ordering::Relaxed);
+        if q >= self.tasks.len() {
+            return false;
+        }
+        let mut idle = 0;
+        while self.stage[q].load(Ordering::Acquire) < SCORED {
+            backoff(&mut idle);
+        }
+        {
+            let mut task = self.tasks[q].lock().unwrap_or_else(PoisonError::into_inner);
+            let Task { slot, mu, old, h_old, from } = &mut *task;
+            if let Some((node, edge, gamma)) = old.take() {
+                move_marginals((node, edge), slot, gamma);
+            }
+            oracle_scored(ctx, trans, *mu, *h_old, slot);
+            pre_search(ctx, *mu, *from, slot);
+        }
+        self.stage[q].store(DONE, Ordering::Release);
+        true
+    }
+}
+
+/// Waits a little: spins first, then yields the core.
+fn backoff(idle: &mut u32) {
+    if *idle < 64 {
+        std::hint::spin_loop();
+    } else {
+        std::thread::yield_now();
+    }
+    *idle = idle.saturating_add(1);
 }
 
 /// The solver state: dual marginals, the primal `w = w^(mu)`, and work buffers.
@@ -528,14 +736,7 @@ struct State<'p, 'a, D: TokenRows> {
     /// `[emission (A x K) | bias | start | end | transition]`.
     w: Vec<f64>,
     mu: Marginals,
-    /// `H~(mu_i)` and its sum.
-    entropy: Vec<f64>,
-    entropy_sum: f64,
-    /// The last step size of each sequence: where its next line search starts.
-    last_gamma: Vec<f64>,
-    /// `||w||^2`, maintained as `||w + g v||^2 = ||w||^2 + 2 g <w,v> + g^2 ||v||^2`.
-    wn2: f64,
-    sampler: GapSampler,
+    books: Books,
     /// `W` and `exp(W - max W)` at the current weights (refreshed per block).
     trans: Transitions,
     /// One per sequence of a block (one when single-threaded).
@@ -545,8 +746,6 @@ struct State<'p, 'a, D: TokenRows> {
     marked: Vec<bool>,
     w_work: Vec<f64>,
     r_work: Vec<f64>,
-    line_searches: u64,
-    line_evals: u64,
     /// `mean_i |log Z_i| + |s_i(y_i)|` at the last certificate: the scale of its rounding.
     score_scale: f64,
 }
@@ -586,19 +785,24 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
             lambda,
             w: zeros(lay.dim())?,
             mu,
-            entropy,
-            entropy_sum,
-            last_gamma: vec![0.5; n],
-            wn2: 0.0,
-            sampler: GapSampler::new(if cfg.sampling == CrfSampling::Gap { cfg.non_uniform } else { 0.0 }, n),
+            books: Books {
+                entropy,
+                entropy_sum,
+                last_gamma: vec![0.5; n],
+                wn2: 0.0,
+                sampler: GapSampler::new(
+                    if cfg.sampling == CrfSampling::Gap { cfg.non_uniform } else { 0.0 },
+                    n,
+                ),
+                line_searches: 0,
+                line_evals: 0,
+            },
             trans: Transitions::default(),
             slots: vec![slot; slots.max(1)],
             drawn: Vec::with_capacity(slots.max(1)),
             marked: vec![false; if slots > 1 { n } else { 0 }],
             w_work: zeros(lay.dim())?,
             r_work: vec![0.0; k],
-            line_searches: 0,
-            line_evals: 0,
             score_scale: 0.0,
         };
         state.resync();
@@ -610,7 +814,7 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
         let mut w = std::mem::take(&mut self.w_work);
         self.w_hat_into(&mut w);
         self.w_work = std::mem::replace(&mut self.w, w);
-        self.wn2 = self.w.iter().map(|v| v * v).sum();
+        self.books.wn2 = self.w.iter().map(|v| v * v).sum();
     }
 
     /// `w^(mu) = (1/(lambda n)) sum_i sum_C sum_y_C (F_C(y_i,C) - F_C(y_C)) mu_i,C(y_C)`, with the
@@ -657,104 +861,52 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
         out.iter_mut().for_each(|o| *o *= scale);
     }
 
-    /// Applies the step of slot `q` at the current weights: stores its block gap, finishes its
-    /// line search (`fresh`: the oracle saw the current weights) and moves `mu_i` and `w`.
-    /// Returns `(gamma, n (D_new - D_old))`.
-    fn apply(&mut self, q: usize, fresh: bool) -> (f64, f64) {
-        let (k, lay) = (self.ctx.lay.k, self.ctx.lay);
-        let s = &mut self.slots[q];
-        let i = s.i;
-        self.sampler.set_gap(i, s.gap);
-        if s.gap <= 0.0 {
-            return (0.0, 0.0);
-        }
-        let act = self.ctx.index.active(i);
-        let v_em = &s.v_em[..act.len() * k];
-        let wv = if fresh { s.wv } else { direction_dots(&self.w, lay, act, v_em, &s.v_rest).0 };
-        let lam_n = self.ctx.lam_n;
-        let sc = Scalars { lin: lam_n * wv, quad: lam_n * s.vv, stale: lam_n * (wv - s.wv) };
-        let t_len = self.mu.len_of(i);
-        let (nn, ne) = (t_len * k, (t_len - 1) * k * k);
-        let known = s.memo.len();
-        let step = {
-            let line = BlockLine { t_len, k, mu: self.mu.block(i), delta: (&s.dn[..nn], &s.de[..ne]) };
-            // A stale step takes the best point its parallel pre-search evaluated, re-scored at
-            // the current weights: no serial evaluation (measured on CoNLL NER: the same number
-            // of epochs as finishing the search serially).
-            let budget = if fresh { u32::MAX } else { 0 };
-            search(|g| line.eval(g), &sc, &mut s.memo, s.h_old, self.ctx.line_tol, self.last_gamma[i], budget)
-        };
-        let evals = known as u64 + u64::from(step.evals);
-
-        if evals > 0 {
-            self.line_searches += 1;
-            self.line_evals += evals;
-        }
-        let Some(r) = step.point else {
-            return (0.0, 0.0);
-        };
-        let gain = sc.gain(&r, self.slots[q].h_old);
-        self.commit(q, &r, wv);
-        (r.gamma, gain)
-    }
-
-    /// Moves `mu_i` to `mu_i + gamma delta` and `w` to `w + gamma v` for the evaluated point `r`
-    /// of slot `q`'s line (`wv = <w, v>` at the current weights).
-    fn commit(&mut self, q: usize, r: &Raw, wv: f64) {
-        let (k, lay) = (self.ctx.lay.k, self.ctx.lay);
-        let s = &self.slots[q];
-        let i = s.i;
-        let act = self.ctx.index.active(i);
-        let v_em = &s.v_em[..act.len() * k];
-        let t_len = self.mu.len_of(i);
-        let (nn, ne) = (t_len * k, (t_len - 1) * k * k);
-        let gamma = r.gamma;
-        self.last_gamma[i] = gamma;
-        let (mu_n, mu_e) = self.mu.block_mut(i);
-        for (m, d) in mu_n.iter_mut().zip(&s.dn[..nn]) {
-            *m = (*m + gamma * d).max(0.0);
-        }
-        for (m, d) in mu_e.iter_mut().zip(&s.de[..ne]) {
-            *m = (*m + gamma * d).max(0.0);
-        }
-        for (q, &a) in act.iter().enumerate() {
-            let a = a as usize;
-            for (wj, vj) in self.w[a * k..(a + 1) * k].iter_mut().zip(&v_em[q * k..(q + 1) * k]) {
-                *wj += gamma * vj;
-            }
-        }
-        for (wj, vj) in self.w[lay.bias()..].iter_mut().zip(&s.v_rest) {
-            *wj += gamma * vj;
-        }
-        self.wn2 += gamma * (2.0 * wv + gamma * s.vv);
-        self.entropy_sum += r.entropy - self.entropy[i];
-        self.entropy[i] = r.entropy;
-    }
-
     /// One SDCA step on sequence `i` (single-threaded); returns `(gamma, block gap,
     /// n (D_new - D_old))`.
     fn step(&mut self, i: usize) -> (f64, f64, f64) {
         self.trans.set(&self.w[self.ctx.lay.trans()..]);
         let s = &mut self.slots[0];
         s.i = i;
-        oracle(&self.ctx, &self.w, &self.trans, &self.mu, self.entropy[i], s);
+        oracle(&self.ctx, &self.w, &self.trans, self.mu.block(i), self.books.entropy[i], s);
         let gap = s.gap;
-        let (gamma, gain) = self.apply(0, true);
+        let (gamma, gain) = apply_step(&self.ctx, &mut self.w, &mut self.books, s, self.mu.block(i), true);
+        if gamma > 0.0 {
+            move_marginals(self.mu.block_mut(i), s, gamma);
+        }
         (gamma, gap, gain)
     }
 
-    /// A block of distinct sequences: oracles and pre-searches in parallel, then the steps in
-    /// order. Returns the number of steps.
+    /// Makes the pending moves of `mu` (the steps of the last parallel block).
+    fn flush(&mut self) {
+        for s in &mut self.slots {
+            if let Some(gamma) = s.pending.take() {
+                move_marginals(self.mu.block_mut(s.i), s, gamma);
+            }
+        }
+    }
+
+    /// A block of distinct sequences (see the module header): their scores at the block's
+    /// weights in parallel, then their oracles and pre-searches in parallel while the calling
+    /// thread applies the finished ones in draw order, each at the current weights. The moves of
+    /// `mu` are deferred to the next block's parallel phase ([`Slot::pending`]). Returns the
+    /// number of steps.
     fn block(&mut self, rng: &mut Xoshiro256PlusPlus, exec: Exec<'_>) -> usize {
         let b = self.slots.len().min(self.n);
         self.drawn.clear();
         let mut tries = 0;
         while self.drawn.len() < b && tries < 4 * b {
             tries += 1;
-            let i = self.sampler.draw(rng);
+            let i = self.books.sampler.draw(rng);
             if !self.marked[i] {
                 self.marked[i] = true;
                 self.drawn.push(i);
+            }
+        }
+        // A sequence drawn again while the move of its last step is pending: move it now.
+        for s in &mut self.slots {
+            if s.pending.is_some() && self.marked[s.i] {
+                let gamma = s.pending.take().unwrap_or(0.0);
+                move_marginals(self.mu.block_mut(s.i), s, gamma);
             }
         }
         for &i in &self.drawn {
@@ -762,24 +914,72 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
         }
         let m = self.drawn.len();
         self.trans.set(&self.w[self.ctx.lay.trans()..]);
-        for (s, &i) in self.slots.iter_mut().zip(&self.drawn) {
-            s.i = i;
+        // Every block of `mu` a task touches: the new sequences (read) and the pending moves
+        // (written), all distinct.
+        let mut ids = self.drawn.clone();
+        ids.extend(self.slots[..m].iter().filter(|s| s.pending.is_some()).map(|s| s.i));
+        let mut blocks = self.mu.blocks_mut(&ids).into_iter();
+        let mut reads: Vec<(&[f64], &[f64])> = Vec::with_capacity(m);
+        for _ in 0..m {
+            let (node, edge) = blocks.next().unwrap_or_default();
+            reads.push((node as &[f64], edge as &[f64]));
         }
-        let (ctx, w, trans, mu) = (&self.ctx, &self.w, &self.trans, &self.mu);
-        let (entropy, last) = (&self.entropy, &self.last_gamma);
-        exec.for_each_slot(&mut self.slots[..m], |s| {
-            oracle(ctx, w, trans, mu, entropy[s.i], s);
-            pre_search(ctx, mu, last[s.i], s);
+        let (books, ctx, trans) = (&mut self.books, &self.ctx, &self.trans);
+        let mut tasks = Vec::with_capacity(m);
+        for ((slot, &i), mu) in self.slots[..m].iter_mut().zip(&self.drawn).zip(reads) {
+            let old = match slot.pending.take() {
+                Some(gamma) => blocks.next().map(|(node, edge)| (node, edge, gamma)),
+                None => None,
+            };
+            slot.i = i;
+            tasks.push(Mutex::new(Task {
+                slot,
+                mu,
+                old,
+                h_old: books.entropy[i],
+                from: books.last_gamma[i],
+            }));
+        }
+        let board = Board {
+            tasks,
+            stage: (0..m).map(|_| AtomicU8::new(0)).collect(),
+            next_score: AtomicUsize::new(0),
+            scored: AtomicUsize::new(0),
+            next_oracle: AtomicUsize::new(0),
+        };
+        let w = RwLock::new(&mut self.w[..]);
+        let help = || {
+            while board.score_one(ctx, &w) {}
+            while board.oracle_one(ctx, trans) {}
+        };
+        exec.with_helpers(exec.threads - 1, &help, || {
+            while board.score_one(ctx, &w) {}
+            let mut write = None;
+            let mut q = 0;
+            let mut idle = 0u32;
+            while q < m {
+                if board.stage[q].load(Ordering::Acquire) == DONE && board.scored.load(Ordering::Acquire) == m
+                {
+                    let w = write.get_or_insert_with(|| w.write().unwrap_or_else(PoisonError::into_inner));
+                    let mut task = board.tasks[q].lock().unwrap_or_else(PoisonError::into_inner);
+                    let Task { slot, mu, .. } = &mut *task;
+                    let (gamma, _) = apply_step(ctx, w, books, slot, *mu, false);
+                    slot.pending = (gamma > 0.0).then_some(gamma);
+                    q += 1;
+                    idle = 0;
+                } else if board.oracle_one(ctx, trans) {
+                    idle = 0;
+                } else {
+                    backoff(&mut idle);
+                }
+            }
         });
-        for q in 0..m {
-            self.apply(q, false);
-        }
         m
     }
 
     /// `D` from the incrementally kept entropies and `||w||^2`.
     fn dual_estimate(&self) -> f64 {
-        self.entropy_sum / self.n as f64 - 0.5 * self.lambda * self.wn2
+        self.books.entropy_sum / self.n as f64 - 0.5 * self.lambda * self.books.wn2
     }
 
     /// Pass over every sequence: the true `P`, `D` and gap; refreshes the stored gaps and
@@ -788,13 +988,14 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
     /// by term ([`certify_one`]); the checks during a run use the steps' entropies and `w`
     /// (whose drift from `w^(mu)` is rounding).
     fn certify(&mut self, block_gaps: &mut [f64], exec: Exec<'_>, full: bool) -> Certificate {
+        self.flush();
         if full {
             self.resync();
         }
         self.trans.set(&self.w[self.ctx.lay.trans()..]);
         let n = self.n;
         let chunks = n.div_ceil(CERTIFY_CHUNK);
-        let (ctx, w, trans, mu, entropy) = (&self.ctx, &self.w, &self.trans, &self.mu, &self.entropy);
+        let (ctx, w, trans, mu, entropy) = (&self.ctx, &self.w, &self.trans, &self.mu, &self.books.entropy);
         let per_chunk = |c: usize, s: &mut Slot| -> ChunkResult {
             let mut part = Part::default();
             let range = c * CERTIFY_CHUNK..((c + 1) * CERTIFY_CHUNK).min(n);
@@ -835,17 +1036,17 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
             total.gap.add(part.gap.get());
             total.ent.add(part.ent.get());
             for (g, h) in out {
-                self.sampler.set_gap(i, g);
+                self.books.sampler.set_gap(i, g);
                 block_gaps[i] = g;
-                self.entropy[i] = h;
+                self.books.entropy[i] = h;
                 i += 1;
             }
         }
         let ent = total.ent.get();
-        self.entropy_sum = ent;
+        self.books.entropy_sum = ent;
         let nf = self.n as f64;
         self.score_scale = total.scale.get() / nf;
-        let reg = 0.5 * self.lambda * self.wn2;
+        let reg = 0.5 * self.lambda * self.books.wn2;
         Certificate { primal: reg + total.nll.get() / nf, dual: ent / nf - reg, gap: total.gap.get() / nf }
     }
 }
@@ -885,13 +1086,13 @@ fn drive<D: TokenRows>(
         let made = if parallel {
             state.block(rng, exec) as u64
         } else {
-            let i = state.sampler.draw(rng);
+            let i = state.books.sampler.draw(rng);
             state.step(i);
             1
         };
         steps += made;
         clock.add_pass(made as f64 / n as f64);
-        let estimate = state.sampler.total() / n as f64;
+        let estimate = state.books.sampler.total() / n as f64;
         let since = last_check.map_or(steps, |(s, _)| steps - s);
         let mut check = since >= spacing
             && estimate <= cfg.tol * (state.dual_estimate() + estimate).max(f64::MIN_POSITIVE);
@@ -1042,8 +1243,8 @@ pub fn crf_fit_on<D: TokenRows>(
         status: run.status,
         gap_trace: run.gap_trace,
         block_gaps,
-        mean_line_search_iters: if state.line_searches > 0 {
-            state.line_evals as f64 / state.line_searches as f64
+        mean_line_search_iters: if state.books.line_searches > 0 {
+            state.books.line_evals as f64 / state.books.line_searches as f64
         } else {
             0.0
         },
@@ -1209,7 +1410,7 @@ mod tests {
             self.trans.set(&self.w[self.ctx.lay.trans()..]);
             let s = &mut self.slots[0];
             s.i = i;
-            oracle(&self.ctx, &self.w, &self.trans, &self.mu, self.entropy[i], s);
+            oracle(&self.ctx, &self.w, &self.trans, self.mu.block(i), self.books.entropy[i], s);
         }
 
         /// The line of slot 0 and its scalars at the current weights.
@@ -1225,12 +1426,14 @@ mod tests {
         /// Moves the block of slot 0 by exactly `gamma` (no line search).
         fn move_by(&mut self, gamma: f64) {
             let r = self.line0().0.eval(gamma);
-            let wv = self.slots[0].wv;
-            self.commit(0, &r, wv);
+            let s = &self.slots[0];
+            move_weights(&self.ctx, &mut self.w, &mut self.books, s, &r, s.wv);
+            move_marginals(self.mu.block_mut(s.i), s, gamma);
         }
 
         /// `D(mu)` recomputed from scratch (entropies and `w^(mu)`).
         fn exact_dual(&mut self) -> f64 {
+            self.flush();
             let mut w = vec![0.0; self.ctx.lay.dim()];
             self.w_hat_into(&mut w);
             let h: f64 = (0..self.n).map(|i| self.mu.entropy(i)).sum();
@@ -1282,7 +1485,7 @@ mod tests {
                 assert!((c.primal - 13.0 / 6.0 * 3f64.ln()).abs() < 1e-6 && c.dual.abs() < 1e-6);
             }
             for _ in 0..5 {
-                let i = s.sampler.draw(&mut rng);
+                let i = s.books.sampler.draw(&mut rng);
                 s.step(i);
             }
         }
@@ -1297,7 +1500,7 @@ mod tests {
         let mut s = State::new(&p, &cfg, 0.2, 1).unwrap();
         let mut rng = Xoshiro256PlusPlus::seed_from_u64(5);
         for _ in 0..7 {
-            let i = s.sampler.draw(&mut rng);
+            let i = s.books.sampler.draw(&mut rng);
             s.step(i);
         }
         let nf = s.n as f64;
@@ -1342,7 +1545,7 @@ mod tests {
                 assert!((d2 - fd2).abs() < 1e-8 * (1.0 + d2.abs()), "seq {i} gamma {g}: f'' {d2} vs {fd2}");
                 assert!(d2 < 0.0);
                 // The gain formula is the change of n D.
-                let gain = sc.gain(&r, base.entropy[i]);
+                let gain = sc.gain(&r, base.books.entropy[i]);
                 let direct = f(g) - nf * base.clone().exact_dual();
                 assert!((gain - direct).abs() < 1e-10 * (1.0 + gain.abs()), "gain {gain} vs {direct}");
             }
@@ -1362,7 +1565,7 @@ mod tests {
             let mut d_prev = s.exact_dual();
             let mut moved = 0;
             for step in 0..600 {
-                let i = s.sampler.draw(&mut rng);
+                let i = s.books.sampler.draw(&mut rng);
                 let (gamma, _, gain) = s.step(i);
                 let d = s.exact_dual();
                 let noise = 1e-13 * (1.0 + d.abs());

@@ -157,7 +157,7 @@ pub fn fit_from<D: Rows>(
     let (d, k) = (problem.x.n_cols(), problem.n_outputs);
     crate::budget::check_linear(&cfg.budget(), problem.n(), d, k, crate::budget::Width::Features)?;
     let w = Warm::start(warm, d, k, cfg.intercept_scaling)?;
-    let primal_cd = cd::chosen(cfg)?;
+    let primal_cd = cd::chosen(cfg, problem)?;
     let fit = if cfg.solver == SolverKind::Pdprox || primal_cd {
         with_scalar_loss!(cfg.loss, |loss| {
             let mut ctx = Context::exact(problem, loss, cfg);
