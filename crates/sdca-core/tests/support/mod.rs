@@ -204,16 +204,21 @@ impl Objective<'_> {
 
     /// The primal point of the duals: `w(alpha)` and, in slot `d`, the weight `b(alpha) / c` of
     /// the intercept feature (needs `l2 > 0`), with the error bound of each slot (`DOT` times
-    /// the terms of its dual sum; the link is 1-Lipschitz).
+    /// the terms of its dual sum; the link is 1-Lipschitz). Each `alpha_i`, and each product
+    /// `s_i alpha_i`, is known to the subnormal grid at best, as in [`Self::lasso_dual`]: a
+    /// solver that works in the scaled duals `sqrt(s_i) alpha_i` (coordinate descent) sums
+    /// them with another rounding (fuzz: weights `1.2e-315`, `c = 8.9e299`, the intercept
+    /// slot `1e-24` apart).
     pub fn model_of(&self, alpha: &[f64]) -> (Vec<f64>, Vec<f64>) {
         assert!(self.l2 > 0.0, "the dual needs l2 > 0");
         let scale = 1.0 / (self.l2 * self.n() as f64);
         let (mut u, mut size) = (vec![0.0; self.d + 1], vec![0.0; self.d + 1]);
+        let grid = f64::from_bits(2);
         for (i, &a) in alpha.iter().enumerate() {
             let sa = self.weight(i) * a;
             for ((uj, mj), x) in u.iter_mut().zip(&mut size).zip(self.row(i).iter().chain([&self.bias])) {
                 *uj += sa * x;
-                *mj += (sa * x).abs();
+                *mj += (sa * x).abs() + grid * (1.0 + self.weight(i)) * x.abs() / DOT;
             }
         }
         let t = self.l1 / self.l2;
