@@ -244,15 +244,18 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
             default 0.5).
         solver : {"auto", "sdca", "accelerated", "pdprox", "newton", "cd"}
             Solver (default "auto": "newton" for a ridge problem (``l1 = 0``, ``l2 > 0``)
-            with at most 31 features and loss "logistic", "squared", "squared_hinge" or
-            "smooth_hinge", unless ``sampling="gap"``; "cd" for the squared loss with
+            with at most 31 features and loss "logistic", "squared", "squared_hinge",
+            "smooth_hinge" or "multinomial", unless ``sampling="gap"``; "cd" for the squared loss with
             ``l1 > 0`` when ``l2 = 0`` (the Lasso), there are at least as many features
             as rows, or ``R^2 / l2 > 10 n``; else accelerated Prox-SDCA when
             ``R^2 / (gamma l2) > 10 n`` for a ``1/gamma``-smooth loss, plain (Prox-)SDCA
             otherwise). The model's ``solver`` field says which ran. "newton" is damped
             Newton on the primal for those losses and ridge problems (at most 512
             features): a few passes of ``O(n d^2)`` each, with the same certified gap;
-            ``epochs`` counts its passes, ``gap_trace`` has one entry per iterate.
+            ``epochs`` counts its passes, ``gap_trace`` has one entry per iterate. For
+            "multinomial" it is Newton-CG (no feature limit): each iteration's passes are a
+            gradient, a block preconditioner and Hessian-vector products; the duals are the
+            softmax probabilities matched to the model.
             "cd" is cyclic coordinate descent on the primal for the squared loss
             (``l2 = 0`` allowed, solved as it is) with dynamic Gap Safe screening: the
             model's duals are matched to its scores, the gap is certified the same way.
