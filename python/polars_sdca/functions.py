@@ -837,8 +837,9 @@ def crf_fit(
             Reject longer sequences.
         n_threads : int, optional
             Threads that compute the oracles of a block of sequences in parallel. Default:
-            every core (``POLARS_MAX_THREADS`` if set) when the fit runs alone (``select``),
-            1 inside ``group_by`` / ``over``, where Polars already runs groups in parallel.
+            every core (``POLARS_MAX_THREADS`` if set) in ``select``, ``group_by`` and ``over``
+            (Polars calls the plugin for one group at a time); 1 for small fits and for
+            queries collected on a thread of your own.
             The result depends on the seed and this number only (1 thread: the sequential
             algorithm; more: oracles of a block computed at the block's starting weights).
         n_features : int, optional
