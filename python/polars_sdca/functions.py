@@ -278,7 +278,9 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
             "pdprox" only: Pdprox-dual (Algorithm 3 of the paper, default) or
             Pdprox-primal (Algorithm 2).
         sampling : {"permutation", "uniform", "gap"}
-            Coordinate order: a fresh permutation per epoch, draws with replacement, or
+            Coordinate order: a fresh permutation per epoch (from 32,768 rows on, by
+            buckets of 32 consecutive rows in random order, each shuffled: the passes read
+            memory nearby and cost 20-30% less on 200,000 sparse rows), draws with replacement, or
             draws proportional to the rows' duality gaps (80%, the rest uniform; each row's
             gap is stored at its visits and at every gap check), which pays when few rows
             carry most of the gap (hinge-type losses).
@@ -840,8 +842,9 @@ def crf_fit(
             Reject longer sequences.
         n_threads : int, optional
             Threads that compute the oracles of a block of sequences in parallel. Default:
-            every core (``POLARS_MAX_THREADS`` if set) when the fit runs alone (``select``),
-            1 inside ``group_by`` / ``over``, where Polars already runs groups in parallel.
+            every core (``POLARS_MAX_THREADS`` if set) in ``select``, ``group_by`` and ``over``
+            (Polars calls the plugin for one group at a time); 1 for small fits and for
+            queries collected on a thread of your own.
             The result depends on the seed and this number only (1 thread: the sequential
             algorithm; more: oracles of a block computed at the block's starting weights).
         n_features : int, optional

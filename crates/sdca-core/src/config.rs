@@ -76,7 +76,9 @@ impl SolverKind {
 pub enum Sampling {
     /// `n` uniform draws with replacement (the analysed SDCA).
     Uniform,
-    /// A fresh random permutation each epoch (SDCA-Perm, usually faster).
+    /// A fresh random permutation each epoch (SDCA-Perm, usually faster); from 32,768 rows on,
+    /// drawn by buckets of 32 consecutive rows, which keeps the memory accesses near each other
+    /// (`solver::driver::block_shuffle`).
     Permutation,
     /// Draws proportional to the rows' stored Fenchel-Young gaps, mixed with uniform draws
     /// ([`GAP_NON_UNIFORM`] of them follow the gaps; `crate::sampling`): the duality-gap
