@@ -58,7 +58,7 @@ use super::newton::{cholesky, cholesky_apply, ARMIJO, NEWTON_AUTO_MAX_DIM};
 use super::sdca::scores_into;
 use super::{Certificate, Clock, Context, Outcome, Status};
 use crate::config::{FitConfig, Sampling, SolverKind};
-use crate::data::Rows;
+use crate::data::{DenseView, Rows};
 use crate::error::{Result, SdcaError};
 use crate::loss::{LossKind, Multinomial};
 use crate::math::dot;
@@ -186,8 +186,10 @@ struct Blocks {
     sums: Vec<f64>,
     /// Per chunk and class, the Cholesky factor (`size x size` of `BLOCK^2` slots).
     factors: Vec<f64>,
-    /// One row of `x~`, the row's curvatures `s p_c (1 - p_c)`, one block's right-hand side.
+    /// One row of `x~`, a chunk's products `x_j x_l` (`j <= l`), the row's curvatures
+    /// `s p_c (1 - p_c)`, one block's right-hand side.
     xs: Vec<f64>,
+    products: Vec<f64>,
     h: Vec<f64>,
     b: Vec<f64>,
 }
@@ -202,6 +204,7 @@ impl Blocks {
             sums: crate::budget::zeros(chunks * width * (width + 1) / 2 * k)?,
             factors: crate::budget::zeros(chunks * width * width * k)?,
             xs: crate::budget::zeros(m)?,
+            products: crate::budget::zeros(width * (width + 1) / 2)?,
             h: crate::budget::zeros(k)?,
             b: crate::budget::zeros(width)?,
         })
@@ -231,20 +234,20 @@ impl Blocks {
             let xs = &mut self.xs;
             p.x.for_each_nz(i, |j, v| xs[j] = v);
             xs[d] = nc.bias;
+            // Per chunk, `sums[pair][c] += (x_j x_l) h_c` over the pairs `j <= l`: the products
+            // `x_j x_l` as one row, added times `h` by the dense block kernel (`axpy_block`).
             for (g, start) in (0..m).step_by(BLOCK).enumerate() {
                 let size = BLOCK.min(m - start);
                 let xg = &self.xs[start..start + size];
-                let mut pairs = self.sums[g * packed * k..(g + 1) * packed * k].chunks_exact_mut(k);
+                let mut products = self.products.iter_mut();
                 for (j, &xj) in xg.iter().enumerate() {
-                    if xj == 0.0 {
-                        pairs.nth(size - j - 1);
-                        continue;
-                    }
-                    for (&xl, acc) in xg[j..].iter().zip(pairs.by_ref()) {
-                        let v = xj * xl;
-                        acc.iter_mut().zip(&self.h).for_each(|(o, &h)| *o += v * h);
+                    for (&xl, o) in xg[j..].iter().zip(products.by_ref()) {
+                        *o = xj * xl;
                     }
                 }
+                let pairs = size * (size + 1) / 2;
+                let Ok(row) = DenseView::new(&self.products[..pairs], 1, pairs) else { return false };
+                row.axpy_block(0, &self.h, &mut self.sums[g * packed * k..(g + 1) * packed * k]);
             }
         }
         let nf = p.n() as f64;
