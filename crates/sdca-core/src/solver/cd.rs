@@ -595,6 +595,12 @@ fn working_set(w: &[f64], u: &[f64], norms: &[f64], screened: &[bool], l1: f64, 
 /// certificate or the clock runs out. Errors when the objective stops being finite.
 pub(crate) fn run<D: Rows, L: Loss>(ctx: &mut Context<'_, '_, D, L>, w: Vec<f64>) -> Result<Outcome> {
     let cols = Columns::of(ctx)?;
+    // A column whose squared norm overflows (features near 1e154, or an intercept feature
+    // `c = intercept_scaling` near 1e154) leaves no coordinate step and no balanced dual point
+    // (fuzz: `c = 3.8e256`, an intercept constraint violated by 3e254).
+    if cols.h.iter().any(|h| !h.is_finite()) {
+        return Err(SdcaError::NonFiniteResult { what: "a column's squared norm in coordinate descent" });
+    }
     let (problem, cfg) = (ctx.problem, ctx.cfg);
     let (d, nf, bias) = (problem.x.n_cols(), problem.n() as f64, ctx.bias());
     let intercept: Option<usize> = (bias > 0.0).then_some(d);

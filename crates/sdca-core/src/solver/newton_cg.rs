@@ -43,8 +43,8 @@
 //! backtracking from the full step, as [`super::newton`] does. Every pass counts as an epoch.
 //! One thread (the parallel partitions of `n_threads` serve scalar losses only), deterministic.
 //! Memory: two points (`2 n k` duals, inside the estimate's `3 n k`, [`crate::budget`]), nine
-//! `(d + 1) k` arrays and the blocks, about `1.5 min(d + 1, 32)` doubles per weight, beyond the
-//! estimate's twelve per weight but covered by the duals' slack from about `1.5 (d + 1)^2` rows.
+//! `(d + 1) k` arrays and the blocks, about `1.5 min(d + 1, 32)` doubles per weight, which the
+//! estimate counts for every fit of several outputs.
 //!
 //! Certificate (weak duality, as for binary Newton): the duals `alpha_i = e_y - p_i` matched to
 //! the scores are feasible, with `W(alpha) = (1/(l2 n)) sum_i s_i x~_i alpha_i^T` the dual of the
