@@ -1,18 +1,20 @@
 //! How many threads a fit uses when the user did not say, and the pool they run on.
 //!
 //! Polars calls a plugin once, on the Python main thread, for `select` on a whole column, and
-//! once per group, concurrently, from its own pool for `group_by().agg` and `.over()` (threads
-//! named `polars-N`; `shared/BUILD_NOTES.md` section 5). The host never sets
-//! `CallerContext::parallel()`, so the calling thread is the signal: a call on the process's main
-//! thread is alone and may use every core; a call from Polars' pool shares the cores with the
-//! other groups and runs on one thread (parallel groups already use them all); any other thread
-//! (a user's thread pool, an unknown platform) also gets one thread, so that nothing is
-//! oversubscribed by default. `n_threads=` overrides this.
+//! once per group for `group_by().agg` and `.over()`: for a function of several columns (every
+//! fit: a label and features) one group after the other, on one thread of Polars' pool (threads
+//! named `polars-N`; polars-expr 0.55 `apply_multiple_group_aware` loops over the groups, and
+//! 20,000 groups take as much CPU time as wall time in `benchmarks/results.md`, Polars 1.30 and
+//! 2.1 alike). So a call on the main thread or on Polars' pool is the only fit running and may
+//! use every core; any other thread (a user's thread pool, an unknown platform) gets one
+//! thread, so that nothing is oversubscribed by default. The host never sets
+//! `CallerContext::parallel()`. `n_threads=` overrides this.
 //!
 //! The parallel work runs on a dedicated Rayon pool, built once with as many threads as Polars
 //! uses (`POLARS_MAX_THREADS`, else the available parallelism), named `sdca-N`; never on the
-//! global pool, which `fit_groups` uses. A fit's result depends on its `n_threads`, not on the
-//! pool's size.
+//! global pool, which `fit_groups` uses. Calls that do run at once (several queries collected
+//! from Python threads) share it, so they queue rather than oversubscribe. A fit's result
+//! depends on its `n_threads`, not on the pool's size.
 
 use std::sync::OnceLock;
 
@@ -46,8 +48,8 @@ fn on_main_thread() -> bool {
 pub const MIN_PARALLEL_CELLS: u64 = 1 << 20;
 
 /// The thread count of a CRF fit over `sequences` sequences and `cells` lattice cells:
-/// `n_threads` when given, else [`max_threads`] for a call alone on the main thread and 1 on any
-/// other thread (Polars' pool: groups already run in parallel), or for a small fit.
+/// `n_threads` when given, else [`max_threads`] for a call on the main thread or on Polars'
+/// pool (module docs: the only fit running), and 1 on any other thread or for a small fit.
 pub fn resolve(n_threads: Option<usize>, sequences: usize, cells: u64) -> usize {
     if let Some(n) = n_threads {
         return n;
@@ -56,7 +58,7 @@ pub fn resolve(n_threads: Option<usize>, sequences: usize, cells: u64) -> usize 
         return 1;
     }
     let polars_pool = thread_name().is_some_and(|name| name.starts_with("polars-"));
-    if !polars_pool && on_main_thread() {
+    if polars_pool || on_main_thread() {
         max_threads()
     } else {
         1

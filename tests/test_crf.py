@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 
 import numpy as np
 import polars as pl
@@ -221,17 +222,21 @@ def random_tagging(n_sequences: int, k: int, seed: int = 0) -> pl.DataFrame:
     )
 
 
-def test_threads_default_to_every_core_alone_and_one_in_groups() -> None:
-    """A lone ``select`` fit of more than 2^20 lattice cells uses Polars' thread count; inside
-    ``group_by`` (called from Polars' pool) and for small fits, one thread."""
+def test_threads_default_to_every_core_in_select_and_group_by() -> None:
+    """A fit of more than 2^20 lattice cells uses Polars' thread count, alone in a ``select``
+    and inside ``group_by`` (Polars calls a plugin of several columns one group at a time);
+    small fits, and fits called from a user's thread, one thread."""
     df = random_tagging(1_000, 9)  # about 15,000 tokens x 81 label pairs
     opts = {"max_epochs": 2, "n_features": 40}
     alone = df.select(ps.crf_fit("t", "f", sequence="s", **opts)).item()
     assert alone["n_threads"] == pl.thread_pool_size()
     grouped = df.with_columns(g=pl.lit(0)).group_by("g").agg(ps.crf_fit("t", "f", sequence="s", **opts))
-    assert grouped["t"].struct.field("n_threads").to_list() == [1]
+    assert grouped["t"].struct.field("n_threads").to_list() == [pl.thread_pool_size()]
     small = tiny_frame().select(ps.crf_fit("tag", ["x0", "x1"], sequence="sentence")).item()
     assert small["n_threads"] == 1
+    with ThreadPoolExecutor(max_workers=1) as pool:
+        elsewhere = pool.submit(lambda: df.select(ps.crf_fit("t", "f", sequence="s", **opts)).item()).result()
+    assert elsewhere["n_threads"] == 1
 
 
 def test_same_seed_and_threads_give_the_same_model() -> None:

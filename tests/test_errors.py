@@ -498,7 +498,7 @@ MEMORY_CASES: list[tuple[str, str]] = [
     ("3,000 classes", 'column "y": 3,000 classes for 3,000 rows: the dual variables would need about 217.'),
     (
         "wide dense Array",
-        'column "v": dense vectors of width 100,000 x 20 classes: the model would need about 192.0 MB, more '
+        'column "v": dense vectors of width 100,000 x 20 classes: the model would need about 968.3 MB, more '
         f"than {BUDGET_100MB}; check the vector column's width, or pass the features in sparse form",
     ),
     (

@@ -420,6 +420,7 @@ def test_proba_is_softmax_and_matches_sklearn(digits: pl.DataFrame) -> None:
     [
         ("multinomial", "sdca"),
         ("multinomial", "accelerated"),
+        ("multinomial", "newton"),
         ("multiclass_hinge", "sdca"),
         ("multiclass_smooth_hinge", "sdca"),
         ("multiclass_smooth_hinge", "accelerated"),
@@ -431,12 +432,16 @@ def test_fit_rows_duals_certify_the_model(digits: pl.DataFrame, loss: str, solve
     ``P(W) - D(alpha) = mean_i FY_i + (l2/2) ||W - W(alpha)||^2`` with the per-row Fenchel-Young
     gaps ``FY_i = phi(s_i) + phi*(-alpha_i) + alpha_i . s_i``. Plain SDCA keeps ``W = W(alpha)``,
     so there the row gaps average to the model's gap; the accelerated solver returns its primal
-    iterate and the last term stays. A few epochs only, so that the gap is far from rounding;
-    ``D``, ``P`` and the row gaps are recomputed here from the returned duals and coefficients.
+    iterate and the last term stays; Newton-CG returns the duals matched to its model, whose row
+    gaps are zero up to rounding, so the last term is the gap. A few epochs only (Newton-CG: a
+    few iterations), so that the gap is far from rounding; ``D``, ``P`` and the row gaps are
+    recomputed here from the returned duals and coefficients.
     """
     l2 = 1e-3
     x, y = xy(digits)
-    opts = {"loss": loss, "l2": l2, "solver": solver, "max_epochs": 3, "tol": 1e-12, "smoothing": SMOOTHING}
+    epochs = 12 if solver == "newton" else 3
+    opts = {"loss": loss, "l2": l2, "solver": solver, "max_epochs": epochs, "tol": 1e-12}
+    opts["smoothing"] = SMOOTHING
     model = fit_model(digits, "features", fit_intercept=False, **opts)
     rows = fit_rows(digits, "features", fit_intercept=False, **opts)
     assert model["gap"] > 1e-6 * model["primal"]  # far from converged: a real test of the sums
@@ -451,6 +456,10 @@ def test_fit_rows_duals_certify_the_model(digits: pl.DataFrame, loss: str, solve
     assert rows["gap"].mean() + split == pytest.approx(model["gap"], rel=1e-9)
     if solver == "sdca":
         assert rows["gap"].mean() == pytest.approx(model["gap"], rel=1e-9)
+    if solver == "newton":
+        assert model["solver"] == "newton"
+        assert len(model["gap_trace"]) >= 2  # a step was taken
+        assert rows["gap"].max() <= 1e-12
     assert rows["prediction"].to_list() == list(decision.argmax(axis=1))
 
 

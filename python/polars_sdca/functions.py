@@ -244,15 +244,18 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
             default 0.5).
         solver : {"auto", "sdca", "accelerated", "pdprox", "newton", "cd"}
             Solver (default "auto": "newton" for a ridge problem (``l1 = 0``, ``l2 > 0``)
-            with at most 31 features and loss "logistic", "squared", "squared_hinge" or
-            "smooth_hinge", unless ``sampling="gap"``; "cd" for the squared loss with
+            with at most 31 features and loss "logistic", "squared", "squared_hinge",
+            "smooth_hinge" or "multinomial", unless ``sampling="gap"``; "cd" for the squared loss with
             ``l1 > 0`` when ``l2 = 0`` (the Lasso), there are at least as many features
             as rows, or ``R^2 / l2 > 10 n``; else accelerated Prox-SDCA when
             ``R^2 / (gamma l2) > 10 n`` for a ``1/gamma``-smooth loss, plain (Prox-)SDCA
             otherwise). The model's ``solver`` field says which ran. "newton" is damped
             Newton on the primal for those losses and ridge problems (at most 512
             features): a few passes of ``O(n d^2)`` each, with the same certified gap;
-            ``epochs`` counts its passes, ``gap_trace`` has one entry per iterate.
+            ``epochs`` counts its passes, ``gap_trace`` has one entry per iterate. For
+            "multinomial" it is Newton-CG (no feature limit): each iteration's passes are a
+            gradient, a block preconditioner and Hessian-vector products; the duals are the
+            softmax probabilities matched to the model.
             "cd" is cyclic coordinate descent on the primal for the squared loss
             (``l2 = 0`` allowed, solved as it is) with dynamic Gap Safe screening: the
             model's duals are matched to its scores, the gap is certified the same way.
@@ -275,7 +278,9 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
             "pdprox" only: Pdprox-dual (Algorithm 3 of the paper, default) or
             Pdprox-primal (Algorithm 2).
         sampling : {"permutation", "uniform", "gap"}
-            Coordinate order: a fresh permutation per epoch, draws with replacement, or
+            Coordinate order: a fresh permutation per epoch (from 32,768 rows on, by
+            buckets of 32 consecutive rows in random order, each shuffled: the passes read
+            memory nearby and cost 20-30% less on 200,000 sparse rows), draws with replacement, or
             draws proportional to the rows' duality gaps (80%, the rest uniform; each row's
             gap is stored at its visits and at every gap check), which pays when few rows
             carry most of the gap (hinge-type losses).
@@ -837,8 +842,9 @@ def crf_fit(
             Reject longer sequences.
         n_threads : int, optional
             Threads that compute the oracles of a block of sequences in parallel. Default:
-            every core (``POLARS_MAX_THREADS`` if set) when the fit runs alone (``select``),
-            1 inside ``group_by`` / ``over``, where Polars already runs groups in parallel.
+            every core (``POLARS_MAX_THREADS`` if set) in ``select``, ``group_by`` and ``over``
+            (Polars calls the plugin for one group at a time); 1 for small fits and for
+            queries collected on a thread of your own.
             The result depends on the seed and this number only (1 thread: the sequential
             algorithm; more: oracles of a block computed at the block's starting weights).
         n_features : int, optional

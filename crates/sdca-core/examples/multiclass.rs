@@ -1,12 +1,15 @@
-//! Epochs, CPU time and certified gap of a multiclass fit on a dense problem read from raw files
-//! (for profiling under callgrind and for step-by-step timing of the multiclass pass).
+//! Epochs, wall time and certified gap of a multiclass fit on a dense problem read from raw files
+//! (for profiling under callgrind or perf and for step-by-step timing of the multiclass
+//! solvers; measure CPU time with `/usr/bin/time` on a shared machine).
 //!
 //! The files are `PREFIX.shape` (text: `rows cols`), `PREFIX.x` (little-endian `f64`,
-//! row-major) and `PREFIX.y` (`f64` class indices `0..k`). `benchmarks/multiclass_goals.py
-//! --export PREFIX` writes them for the letter-recognition set; data is never committed.
+//! row-major) and `PREFIX.y` (`f64` class indices `0..k`); for the letter-recognition set of
+//! `benchmarks/multiclass_goals.py`, write them from its `load("letter")` with numpy's
+//! `tofile`. Data is never committed. No intercept, one thread; the solver defaults to
+//! `"sdca"` (`"newton"` runs Newton-CG for the multinomial loss).
 //!
 //! ```text
-//! cargo run --release -p sdca-core --example multiclass -- /tmp/mc/letter multiclass_hinge 1e-3 1e-6 [rows] [shrinking]
+//! cargo run --release -p sdca-core --example multiclass -- /tmp/mc/letter multiclass_hinge 1e-3 1e-6 [rows] [shrinking] [solver]
 //! ```
 
 use std::time::Instant;
@@ -29,6 +32,7 @@ fn main() {
     let dims: Vec<usize> = shape.split_whitespace().map(|s| s.parse().expect("shape")).collect();
     let rows: usize = arg(5, &dims[0].to_string()).parse().expect("rows");
     let shrinking: bool = arg(6, "true").parse().expect("shrinking");
+    let solver = arg(7, "sdca");
     let (n, d) = (rows.min(dims[0]), dims[1]);
     let mut x = read(&format!("{prefix}.x"));
     let mut y = read(&format!("{prefix}.y"));
@@ -41,7 +45,7 @@ fn main() {
         tol,
         fit_intercept: false,
         max_epochs: 100_000,
-        solver: "sdca".into(),
+        solver: solver.clone(),
         shrinking,
         ..Default::default()
     };
@@ -52,7 +56,8 @@ fn main() {
     let secs = t.elapsed().as_secs_f64();
     let c = r.certificate;
     println!(
-        "{n} x {d}, {loss}, l2 {l2}, tol {tol}, shrinking {shrinking}: epochs {} checks {} {secs:.3} s  P {:.12}  gap/P {:.2e}",
+        "{n} x {d}, {loss}, l2 {l2}, tol {tol}, {} shrinking {shrinking}: epochs {} checks {} {secs:.3} s  P {:.12}  gap/P {:.2e}",
+        r.solver,
         r.epochs,
         r.gap_trace.len(),
         c.primal,

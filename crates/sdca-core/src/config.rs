@@ -28,7 +28,8 @@ pub enum SolverKind {
     Pdprox,
     /// Damped Newton on the primal (`crate::solver::newton`): `l1 = 0`, `l2 > 0`, the losses of
     /// [`LossKind::newton_ready`], at most [`NEWTON_MAX_FEATURES`] features (each iteration
-    /// factorises a `(d + 1) x (d + 1)` Hessian).
+    /// factorises a `(d + 1) x (d + 1)` Hessian); for the multinomial loss, Newton-CG
+    /// (`crate::solver::newton_cg`, no feature limit).
     Newton,
     /// Cyclic coordinate descent on the primal with dynamic Gap Safe screening
     /// (`crate::solver::cd`): the squared loss, `l2 = 0` allowed; `auto` picks it for the
@@ -75,7 +76,9 @@ impl SolverKind {
 pub enum Sampling {
     /// `n` uniform draws with replacement (the analysed SDCA).
     Uniform,
-    /// A fresh random permutation each epoch (SDCA-Perm, usually faster).
+    /// A fresh random permutation each epoch (SDCA-Perm, usually faster); from 32,768 rows on,
+    /// drawn by buckets of 32 consecutive rows, which keeps the memory accesses near each other
+    /// (`solver::driver::block_shuffle`).
     Permutation,
     /// Draws proportional to the rows' stored Fenchel-Young gaps, mixed with uniform draws
     /// ([`GAP_NON_UNIFORM`] of them follow the gaps; `crate::sampling`): the duality-gap
@@ -354,15 +357,16 @@ fn one_of<T: Copy>(name: &'static str, got: &str, allowed: &[&str], values: &[T]
 }
 
 /// What `solver="newton"` needs that the config can see (the feature count is checked at fit
-/// time): a loss with a second derivative, and a ridge penalty only.
+/// time): a loss with a second derivative (the multinomial one runs Newton-CG), and a ridge
+/// penalty only.
 fn check_newton(loss: LossKind, l2: f64, l1: f64) -> Result<()> {
-    if !loss.newton_ready() {
-        let why = if loss.is_multiclass() { "is multiclass" } else { "has no second derivative" };
+    if !(loss.newton_ready() || loss == LossKind::Multinomial) {
         return Err(invalid(
             "solver",
             format!(
-                "\"newton\" needs a scalar loss with a second derivative (logistic, squared, \
-                 squared_hinge, smooth_hinge), and loss {:?} {why}; use solver=\"auto\" or \"sdca\"",
+                "\"newton\" needs a loss with a second derivative (logistic, squared, \
+                 squared_hinge, smooth_hinge, multinomial), and loss {:?} has none; use \
+                 solver=\"auto\" or \"sdca\"",
                 loss.name()
             ),
         ));
@@ -660,7 +664,7 @@ mod tests {
             (FitParams { solver: "lbfgs".into(), ..Default::default() }, "solver"),
             (FitParams { solver: "newton".into(), loss: "hinge".into(), ..Default::default() }, "solver"),
             (
-                FitParams { solver: "newton".into(), loss: "multinomial".into(), ..Default::default() },
+                FitParams { solver: "newton".into(), loss: "multiclass_hinge".into(), ..Default::default() },
                 "solver",
             ),
             (FitParams { solver: "newton".into(), l1: 1e-3, ..Default::default() }, "l1"),
@@ -695,10 +699,10 @@ mod tests {
         assert!(msg.contains("expected one of hinge"), "{msg}");
         let msg = FitParams { solver: "lbfgs".into(), ..Default::default() }.check().unwrap_err().to_string();
         assert!(msg.contains("auto, sdca, accelerated, pdprox, newton"), "{msg}");
-        let p = FitParams { solver: "newton".into(), loss: "multinomial".into(), ..Default::default() };
+        let p = FitParams { solver: "newton".into(), loss: "multiclass_hinge".into(), ..Default::default() };
         let msg = p.check().unwrap_err().to_string();
-        assert!(msg.contains("is multiclass") && msg.contains("solver=\"auto\""), "{msg}");
-        for loss in ["logistic", "squared", "squared_hinge", "smooth_hinge"] {
+        assert!(msg.contains("has none") && msg.contains("solver=\"auto\""), "{msg}");
+        for loss in ["logistic", "squared", "squared_hinge", "smooth_hinge", "multinomial"] {
             let p = FitParams { solver: "newton".into(), loss: loss.into(), ..Default::default() };
             assert_eq!(p.check().unwrap().solver, SolverKind::Newton, "{loss}");
         }

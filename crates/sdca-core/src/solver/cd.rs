@@ -187,8 +187,14 @@ impl Columns {
             }
         }
         let y = kept.iter().zip(&root).map(|(&i, s)| s * p.y[i as usize]).collect();
-        let h =
+        let h: Vec<f64> =
             (0..=d).map(|j| values[start[j]..start[j + 1]].iter().map(|v| v * v).sum::<f64>() / nf).collect();
+        // A column whose squared norm overflows (features near 1e154, or an intercept feature
+        // `c = intercept_scaling` near 1e154) leaves no coordinate step and no balanced dual point
+        // (fuzz: `c = 3.8e256`, an intercept constraint violated by 3e254).
+        if h.iter().any(|h| !h.is_finite()) {
+            return Err(SdcaError::NonFiniteResult { what: "a column's squared norm in coordinate descent" });
+        }
         Ok(Self { start, rows, values, dense, kept, root, y, h })
     }
 

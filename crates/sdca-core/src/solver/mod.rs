@@ -8,7 +8,8 @@
 //! - **Lasso / pure L1** (`l2 = 0`, `l1 > 0`): solved as an elastic net with a small `l2_used`
 //!   chosen from `tol`, with a certificate for the original problem ([`lasso`]).
 //! - **Newton** (`solver="auto"`, first rule): damped Newton on the primal for ridge problems
-//!   with few features ([`newton`], whose docs give the rule and its measurements).
+//!   with few features ([`newton`], whose docs give the rule and its measurements); for the
+//!   multinomial loss, Newton-CG (`newton_cg`, with its own measurements).
 //! - **Accelerated or plain Prox-SDCA** (`solver="auto"`, otherwise): accelerated when the
 //!   loss is smooth and the problem ill-conditioned ([`accelerated`], which gives the rule),
 //!   else plain ([`sdca`]).
@@ -18,7 +19,7 @@
 //! Modules by concern: `problem` (the data, checked once), `result` (what a fit returns),
 //! `driver` (the epoch loop, the budget and the stopping rule), `warm` (warm starts), [`lasso`]
 //! (the reduction), and one module per algorithm (`sdca` with `shrink`, `accelerated`,
-//! `newton`, `pdprox`, `cocoa`). Every solver of a fit reads one `Context`.
+//! `newton`, `newton_cg`, `pdprox`, `cocoa`). Every solver of a fit reads one `Context`.
 
 pub mod accelerated;
 mod cd;
@@ -27,6 +28,7 @@ mod driver;
 pub mod lasso;
 mod multiclass;
 pub mod newton;
+mod newton_cg;
 mod parallel;
 pub mod path;
 pub mod pdprox;
@@ -158,7 +160,11 @@ pub fn fit_from<D: Rows>(
     crate::budget::check_linear(&cfg.budget(), problem.n(), d, k, crate::budget::Width::Features)?;
     let w = Warm::start(warm, d, k, cfg.intercept_scaling)?;
     let primal_cd = cd::chosen(cfg, problem)?;
-    let fit = if cfg.solver == SolverKind::Pdprox || primal_cd {
+    let fit = if newton_cg::chosen(cfg, d) {
+        let mut ctx = Context::new(problem, crate::loss::Multinomial { k }, cfg)?;
+        let out = newton_cg::run(&mut ctx, w)?;
+        ctx.finish(out)
+    } else if cfg.solver == SolverKind::Pdprox || primal_cd {
         with_scalar_loss!(cfg.loss, |loss| {
             let mut ctx = Context::exact(problem, loss, cfg);
             let out = if primal_cd { cd::run(&mut ctx, w)? } else { pdprox::run(&mut ctx, w)? };

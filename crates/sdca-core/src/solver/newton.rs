@@ -60,9 +60,10 @@ use crate::config::{FitConfig, Sampling, SolverKind, NEWTON_MAX_FEATURES};
 use crate::data::Rows;
 use crate::error::{Result, SdcaError};
 use crate::loss::BlockLoss;
+use crate::math::dot;
 
 /// Sufficient-decrease constant of the Armijo test.
-const ARMIJO: f64 = 1e-4;
+pub(crate) const ARMIJO: f64 = 1e-4;
 
 /// One point and everything its pass measures.
 struct Point {
@@ -96,21 +97,6 @@ impl Point {
 
 /// Doubles of `X~` one [`Columns`] block holds at most (256 KiB).
 const BLOCK_VALUES: usize = 1 << 15;
-
-/// `u . v` with four running sums, so that the loop vectorises (a single running sum must keep
-/// its order, which forbids SIMD); deterministic for given inputs.
-#[inline]
-fn dot(u: &[f64], v: &[f64]) -> f64 {
-    let (uc, vc) = (u.chunks_exact(4), v.chunks_exact(4));
-    let tail: f64 = uc.remainder().iter().zip(vc.remainder()).map(|(a, b)| a * b).sum();
-    let mut acc = [0.0; 4];
-    for (a, b) in uc.zip(vc) {
-        for k in 0..4 {
-            acc[k] += a[k] * b[k];
-        }
-    }
-    (acc[0] + acc[2]) + (acc[1] + acc[3]) + tail
-}
 
 /// A block of consecutive rows of `X~` stored column by column, for dense data: the scores,
 /// the gradient and the Hessian then become loops over columns of the block's length
@@ -346,6 +332,16 @@ impl<D: Rows, L: BlockLoss> Newton<'_, '_, D, L> {
 /// its upper triangle (row-major `dim x dim`), which is overwritten by its Cholesky factor `R`
 /// (`H = R^T R`). `false` when a pivot is not positive (a non-finite Hessian).
 pub(crate) fn cholesky_solve(h: &mut [f64], dim: usize, b: &mut [f64]) -> bool {
+    let factored = cholesky(h, dim);
+    if factored {
+        cholesky_apply(h, dim, b);
+    }
+    factored
+}
+
+/// Overwrites the upper triangle of the symmetric positive definite `h` (row-major `dim x
+/// dim`) by its Cholesky factor `R` (`H = R^T R`); `false` when a pivot is not positive.
+pub(crate) fn cholesky(h: &mut [f64], dim: usize) -> bool {
     for j in 0..dim {
         let pivot = h[j * dim + j] - (0..j).map(|k| h[k * dim + j].powi(2)).sum::<f64>();
         if !(pivot > 0.0 && pivot.is_finite()) {
@@ -358,6 +354,11 @@ pub(crate) fn cholesky_solve(h: &mut [f64], dim: usize, b: &mut [f64]) -> bool {
             h[j * dim + i] = (h[j * dim + i] - dot) / r;
         }
     }
+    true
+}
+
+/// Solves `R^T R z = b` in place for the factor `R` of [`cholesky`].
+pub(crate) fn cholesky_apply(h: &[f64], dim: usize, b: &mut [f64]) {
     for j in 0..dim {
         let dot: f64 = (0..j).map(|k| h[k * dim + j] * b[k]).sum();
         b[j] = (b[j] - dot) / h[j * dim + j];
@@ -366,7 +367,6 @@ pub(crate) fn cholesky_solve(h: &mut [f64], dim: usize, b: &mut [f64]) -> bool {
         let dot: f64 = (j + 1..dim).map(|k| h[j * dim + k] * b[k]).sum();
         b[j] = (b[j] - dot) / h[j * dim + j];
     }
-    true
 }
 
 /// The most weights (`d + 1`, the intercept slot included) for which `solver="auto"` picks
@@ -727,12 +727,14 @@ mod tests {
             let name = format!("{p:?}");
             assert_ne!(solver_for(6, p).unwrap(), "newton", "{name}");
         }
-        // Multiclass: the plugin maps classes to indices; `toy` labels are -1 / +1, so shift them.
+        // Crammer-Singer: the plugin maps classes to indices; `toy` labels are -1 / +1, so shift
+        // them (the multinomial loss has its own Newton, `super::newton_cg`).
         let (x, y) = toy(n, 4, true, 3);
         let y: Vec<f64> = y.iter().map(|v| (v + 1.0) / 2.0).collect();
         let view = DenseView::new(&x, n, 4).unwrap();
-        let cfg =
-            FitParams { loss: "multinomial".into(), max_epochs: 2, ..Default::default() }.check().unwrap();
+        let cfg = FitParams { loss: "multiclass_hinge".into(), max_epochs: 2, ..Default::default() }
+            .check()
+            .unwrap();
         let r = fit(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg).unwrap();
         assert_ne!(r.solver, "newton");
         // Asked for explicitly beyond its feature limit: an error that names the fix.
