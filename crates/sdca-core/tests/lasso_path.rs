@@ -94,10 +94,12 @@ fn path_values_match_separate_fits_and_their_certificates_hold() {
                 // Gap Safe screening leaves features out of the fits below l1_max.
                 let left_out = got.screened[1..].iter().any(|&k| k > 0);
                 assert_eq!(left_out, screening, "{case}: {:?}", got.screened);
-                for ((v, f), (cfg, sep)) in got.values.iter().zip(&got.fits).zip(&separate) {
+                for (k, ((v, f), (cfg, sep))) in got.values.iter().zip(&got.fits).zip(&separate).enumerate() {
                     let case = format!("{case} l1 {v}");
                     assert!(f.converged() && sep.converged(), "{case}: {f:?} {sep:?}");
                     assert!(f.solver == "cd" || f.solver == "closed_form", "{case}: {}", f.solver);
+                    // A fit by coordinate descent reads entries (counted exactly, not per pass).
+                    assert_eq!(got.nnz_visited[k] > 0, f.solver == "cd", "{case}: {:?}", got.nnz_visited);
                     check_fit(&x, &y, s, cfg, sep).unwrap_or_else(|e| panic!("{case}: separate fit: {e}"));
                     let objective = Objective {
                         x: &x,

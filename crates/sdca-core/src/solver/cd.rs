@@ -412,6 +412,11 @@ impl Columns {
     fn entries(&self, scope: &[usize]) -> usize {
         scope.iter().map(|&j| self.len(j)).sum()
     }
+
+    /// Stored entries of every column, the intercept's included (at least 1): one pass.
+    fn pass(&self) -> f64 {
+        self.values.len().max(1) as f64
+    }
 }
 
 /// The dense kernels of [`Columns`]: eight running sums (the compiler keeps them in vector
@@ -921,14 +926,15 @@ impl Shared {
 /// into this problem's feasible set, so the fit starts with the working set (and, with
 /// `screening`, the Gap Safe screening) it gives, without a pass over the columns (module docs,
 /// "Paths"); without `screening` no feature is screened. Returns the fit and the features
-/// screened at its end. Errors as [`super::fit_from`].
+/// screened at its end and the stored entries its passes read (its clock's work, not rounded
+/// up to whole passes as `epochs` is). Errors as [`super::fit_from`].
 pub(crate) fn fit_shared<D: Rows>(
     problem: &Problem<'_, D>,
     cfg: &FitConfig,
     warm: Option<&Warm<'_>>,
     shared: &mut Shared,
     screening: bool,
-) -> Result<(FitResult, usize)> {
+) -> Result<(FitResult, usize, u64)> {
     let (d, k) = (problem.x.n_cols(), problem.n_outputs);
     crate::budget::check_linear(&cfg.budget(), problem.n(), d, k, crate::budget::Width::Features)?;
     let w = Warm::start(warm, d, k, cfg.intercept_scaling)?;
@@ -936,7 +942,8 @@ pub(crate) fn fit_shared<D: Rows>(
     let seed = shared.seed.take().filter(|s| s.l2 == cfg.l2);
     let (out, seed, screened) = descend(&mut ctx, &shared.cols, w, seed, &mut shared.gram, screening)?;
     shared.seed = Some(seed);
-    super::finite(ctx.finish(out)).map(|fit| (fit, screened))
+    let visited = (ctx.clock.work() * shared.cols.pass()).round() as u64;
+    super::finite(ctx.finish(out)).map(|fit| (fit, screened, visited))
 }
 
 /// [`run`] on the columns `cols`, from the dual point `seed` and the Newton products `gram`,
@@ -953,8 +960,7 @@ fn descend<D: Rows, L: Loss>(
     let (problem, cfg) = (ctx.problem, ctx.cfg);
     let (d, nf, bias) = (problem.x.n_cols(), problem.n() as f64, ctx.bias());
     let intercept: Option<usize> = (bias > 0.0).then_some(d);
-    let total =
-        ((0..d).map(|j| cols.len(j)).sum::<usize>() + intercept.map_or(0, |j| cols.len(j))).max(1) as f64;
+    let total = cols.pass();
     let r = zeros::<f64>(cols.kept.len())?;
     let mut s = Descent { cols, l1: cfg.l1, l2: ctx.l2, nf, w, r, gram: std::mem::take(gram) };
     let norms: Vec<f64> = cols.h.iter().map(|h| (h * nf).sqrt()).collect();

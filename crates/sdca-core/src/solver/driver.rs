@@ -210,6 +210,11 @@ impl Clock {
         self.work += share;
         self.epochs = (self.work.ceil().min(u32::MAX as f64) as u32).min(self.max_epochs);
     }
+    /// Full-pass equivalents made so far, not rounded: what a path reports as the entries
+    /// its fits visited.
+    pub fn work(&self) -> f64 {
+        self.work
+    }
     pub fn remaining(&self) -> u32 {
         self.max_epochs.saturating_sub(self.epochs)
     }

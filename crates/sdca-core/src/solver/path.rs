@@ -510,7 +510,10 @@ pub struct Path {
     pub screened: Vec<usize>,
     /// Per model: the stored matrix entries its passes visited, `epochs` times those of the
     /// columns kept, plus the screening test's and the full certificate's passes (four over the
-    /// whole matrix); the solvers' own certificate passes are not counted.
+    /// whole matrix); the solvers' own certificate passes are not counted. Coordinate descent
+    /// counts exactly the entries its sweeps, Newton steps and certificates read (the
+    /// intercept's column included), since its fits along a path take a few passes each and
+    /// rounding each up to whole passes would hide the screening's savings.
     pub nnz_visited: Vec<u64>,
 }
 
@@ -548,10 +551,7 @@ pub fn fit_path<D: Rows>(problem: &Problem<'_, D>, path: &PathConfig) -> Result<
                     Some(s) => s,
                     None => shared.insert(cd::Shared::of(problem, cfg.intercept_scaling)?),
                 };
-                let (fit, left_out) = cd::fit_shared(problem, &cfg, warm.as_ref(), shared, path.screening)?;
-                let full = *total.get_or_insert_with(|| nnz_total(problem));
-                let visited = u64::from(fit.epochs) * full;
-                (fit, left_out, visited)
+                cd::fit_shared(problem, &cfg, warm.as_ref(), shared, path.screening)?
             }
             (_, Some((coef, intercept)))
                 if path.screening && screen::applies(&cfg) && problem.n_outputs == 1 =>
