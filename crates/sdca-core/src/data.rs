@@ -70,7 +70,7 @@ pub trait Rows: Sync {
 /// Asks the CPU to bring the cache line holding `p` into its caches (no effect on results; a
 /// no-op off x86-64). `p` need not be dereferenceable: a prefetch never faults.
 #[inline(always)]
-fn prefetch<T>(p: *const T) {
+pub(crate) fn prefetch<T>(p: *const T) {
     #[cfg(target_arch = "x86_64")]
     // SAFETY: `prefetcht0` is part of SSE, which every x86-64 CPU has, and it reads nothing
     // architecturally: any address is allowed.

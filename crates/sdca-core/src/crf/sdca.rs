@@ -77,6 +77,7 @@ use super::config::{CrfConfig, CrfSampling};
 use super::line_search::{search, BlockLine, Memo, Raw, Scalars};
 use super::marginals::{chain_entropy_kl, zeros, Marginals};
 use super::model::{memory_estimate, unary_scores, CrfProblem, CrfWeights, Emission, Layout, TokenRows};
+use crate::data::prefetch;
 use crate::error::{Result, SdcaError};
 use crate::sampling::GapSampler;
 use crate::solver::{meets, Certificate, Clock, Status};
@@ -298,6 +299,31 @@ impl Slot {
         }
         if self.v_rest.len() != 3 * k + k * k {
             self.v_rest.resize(3 * k + k * k, 0.0);
+        }
+    }
+}
+
+/// Asks the CPU for the memory a step on `i` reads, all at once (no effect on results): the
+/// emission rows of its attributes in `w`, its token rows, then its marginals `mu`, which the
+/// oracle reads after the forward-backward. Every one is at a random place in arrays larger than
+/// the caches (on CoNLL NER, 9.5 MB of weights and 130 MB of marginals), and the loops that read
+/// them would otherwise wait on memory a few lines at a time.
+fn prefetch_step<D: TokenRows>(ctx: &Ctx<'_, '_, D>, w: &[f64], (mu_n, mu_e): (&[f64], &[f64]), i: usize) {
+    let k = ctx.lay.k;
+    for &a in ctx.index.active(i) {
+        let row = w.as_ptr().wrapping_add(a as usize * k);
+        prefetch(row);
+        prefetch(row.wrapping_add(k - 1));
+    }
+    for row in ctx.problem.sequence(i) {
+        ctx.problem.x().prefetch_row(row);
+    }
+    for m in [mu_n, mu_e] {
+        for line in m.chunks(8) {
+            prefetch(line.as_ptr());
+        }
+        if let Some(last) = m.last() {
+            prefetch(last);
         }
     }
 }
@@ -685,6 +711,7 @@ impl Board<'_, '_> {
         {
             let w = w.read().unwrap_or_else(PoisonError::into_inner);
             let mut task = self.tasks[q].lock().unwrap_or_else(PoisonError::into_inner);
+            prefetch_step(ctx, &w, task.mu, task.slot.i);
             theta_of(ctx, &w, task.slot);
         }
         self.stage[q].store(SCORED, Ordering::Release);
@@ -867,6 +894,7 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
         self.trans.set(&self.w[self.ctx.lay.trans()..]);
         let s = &mut self.slots[0];
         s.i = i;
+        prefetch_step(&self.ctx, &self.w, self.mu.block(i), i);
         oracle(&self.ctx, &self.w, &self.trans, self.mu.block(i), self.books.entropy[i], s);
         let gap = s.gap;
         let (gamma, gain) = apply_step(&self.ctx, &mut self.w, &mut self.books, s, self.mu.block(i), true);

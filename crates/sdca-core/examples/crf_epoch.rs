@@ -1,0 +1,103 @@
+//! CPU seconds of one CRF SDCA epoch on a problem dumped from the benchmarks, without Python
+//! (issue 18's goal row; also the binary to profile with `perf record` or callgrind).
+//!
+//! Dump a problem with `python benchmarks/dump_crf.py /tmp/crf-ner` (files
+//! `PREFIX.{indptr,indices,values,starts,y}`: raw little-endian int64, uint32, float64, uint64,
+//! uint32, and `PREFIX.json` with `attributes` and `labels`), then
+//!
+//! ```text
+//! cargo run --release -p sdca-core --example crf_epoch -- /tmp/crf-ner 3 3 1 gap
+//! ```
+//!
+//! Arguments: prefix, timed epochs `E`, repetitions, `n_threads`, sampling. As in
+//! `benchmarks/crf_goals.py`, an epoch costs `(fit of 1 + E epochs - fit of 1 epoch) / E` with
+//! `check_every = 0`, so the setup and the final certificate cancel. Prints each repetition and
+//! the median, with the certificate of the longer fit (same seed and threads: same bits).
+
+use sdca_core::crf::{crf_fit, CrfFit, CrfParams, CrfProblem};
+use sdca_core::CsrView;
+
+fn read<T>(path: &str, width: usize, parse: impl Fn(&[u8]) -> T) -> Vec<T> {
+    let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    bytes.chunks_exact(width).map(parse).collect()
+}
+
+fn field(meta: &str, key: &str) -> usize {
+    meta.split(&format!("\"{key}\":"))
+        .nth(1)
+        .and_then(|s| s.trim().split([',', '}']).next())
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or_else(|| panic!("{key} missing from the json"))
+}
+
+/// Process CPU seconds (user + system, all threads), from `/proc/self/stat` (100 Hz ticks).
+fn cpu_seconds() -> f64 {
+    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
+    let after = stat.rsplit(')').next().unwrap_or("");
+    let f: Vec<f64> = after.split_whitespace().map(|v| v.parse().unwrap_or(0.0)).collect();
+    (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let arg = |k: usize, default: &str| args.get(k).cloned().unwrap_or_else(|| default.into());
+    let prefix = arg(1, "/tmp/crf-ner");
+    let epochs: u32 = arg(2, "3").parse().expect("epochs");
+    let reps: usize = arg(3, "3").parse().expect("repetitions");
+    let threads: i64 = arg(4, "1").parse().expect("n_threads");
+    let sampling = arg(5, "gap");
+
+    let i64s = |b: &[u8]| i64::from_le_bytes(b.try_into().unwrap_or_default());
+    let indptr = read(&format!("{prefix}.indptr"), 8, i64s);
+    let indices =
+        read(&format!("{prefix}.indices"), 4, |b| u32::from_le_bytes(b.try_into().unwrap_or_default()));
+    let values =
+        read(&format!("{prefix}.values"), 8, |b| f64::from_le_bytes(b.try_into().unwrap_or_default()));
+    let starts: Vec<usize> =
+        read(&format!("{prefix}.starts"), 8, i64s).into_iter().map(|s| s as usize).collect();
+    let y = read(&format!("{prefix}.y"), 4, |b| u32::from_le_bytes(b.try_into().unwrap_or_default()));
+    let meta = std::fs::read_to_string(format!("{prefix}.json")).expect("the json of the dump");
+    let (a, k) = (field(&meta, "attributes"), field(&meta, "labels"));
+    let x = CsrView::new(&indptr, &indices, &values, a).expect("valid CSR");
+    let problem = CrfProblem::new(&x, &starts, &y, k).expect("valid problem");
+    println!(
+        "{prefix}: {} sequences, {} tokens, {k} labels, {a} attributes; {epochs} timed epochs, \
+         n_threads {threads}, sampling {sampling}",
+        problem.n_sequences(),
+        problem.n_tokens(),
+    );
+
+    let fit = |max_epochs: u32| -> (f64, CrfFit) {
+        let cfg = CrfParams {
+            max_epochs: i64::from(max_epochs),
+            check_every: 0,
+            tol: 1e-300,
+            n_threads: Some(threads),
+            sampling: sampling.clone(),
+            ..Default::default()
+        }
+        .check()
+        .expect("valid parameters");
+        let c0 = cpu_seconds();
+        let f = crf_fit(&problem, &cfg).expect("fit");
+        (cpu_seconds() - c0, f)
+    };
+    let mut per_epoch = Vec::with_capacity(reps);
+    for rep in 0..reps {
+        let (one, _) = fit(1);
+        let (more, f) = fit(1 + epochs);
+        let e = (more - one) / f64::from(epochs);
+        per_epoch.push(e);
+        println!(
+            "rep {rep}: 1 epoch {one:.2} s, {} epochs {more:.2} s: {e:.3} CPU s / epoch; \
+             P {:.12} D {:.12} gap {:.3e}, line search {:.2} evals",
+            1 + epochs,
+            f.primal,
+            f.dual,
+            f.gap,
+            f.mean_line_search_iters,
+        );
+    }
+    per_epoch.sort_by(f64::total_cmp);
+    println!("median {:.3} CPU s / epoch", per_epoch[per_epoch.len() / 2]);
+}
