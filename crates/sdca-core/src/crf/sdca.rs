@@ -274,8 +274,10 @@ struct Slot {
     /// `<w, v>` at the oracle's weights; `||v||^2`.
     wv: f64,
     vv: f64,
-    /// `H~(mu_i)` when the oracle ran.
+    /// `H~(mu_i)` when the oracle ran, and `H~(nu_i) = log Z - E_nu s(y)` (the line search's
+    /// start).
     h_old: f64,
+    h_one: f64,
     /// Line-search evaluations made with the oracle.
     memo: Memo,
     /// The step size of a step on `i` whose move of `mu_i` (by `gamma delta`) is still to be
@@ -375,15 +377,17 @@ fn oracle_scored<D: TokenRows>(
     let wt = trans.scores();
     let v_rest = &mut s.v_rest;
     v_rest.fill(0.0);
-    // One pass per position: <mu, theta> and <mu, W> for the gap, delta in place, <delta, theta>
-    // and <delta, W> for <w, v>, the dense part of v (scaled by -1/(lambda n) at the end).
-    let (mut lin, mut dot) = (Sum::default(), Sum::default());
+    // One pass per position: <mu, theta> and <mu, W> for the gap, <nu, theta> and <nu, W> for
+    // H~(nu), delta in place, <delta, theta> and <delta, W> for <w, v>, the dense part of v
+    // (scaled by -1/(lambda n) at the end).
+    let (mut lin, mut lin_nu, mut dot) = (Sum::default(), Sum::default(), Sum::default());
     for t in 0..t_len {
-        let (mut local, mut local_dot) = (0.0, 0.0);
+        let (mut local, mut local_nu, mut local_dot) = (0.0, 0.0, 0.0);
         let (th, mn) = (&theta[t * k..(t + 1) * k], &mu_n[t * k..(t + 1) * k]);
         let d = &mut dn[t * k..(t + 1) * k];
         for kk in 0..k {
             local += mn[kk] * th[kk];
+            local_nu += d[kk] * th[kk];
             d[kk] -= mn[kk];
             local_dot += d[kk] * th[kk];
             v_rest[kk] += d[kk];
@@ -400,14 +404,17 @@ fn oracle_scored<D: TokenRows>(
             let vt = &mut v_rest[3 * k..];
             for j in 0..k * k {
                 local += me[j] * wt[j];
+                local_nu += d[j] * wt[j];
                 d[j] -= me[j];
                 local_dot += d[j] * wt[j];
                 vt[j] += d[j];
             }
         }
         lin.add(local);
+        lin_nu.add(local_nu);
         dot.add(local_dot);
     }
+    s.h_one = log_z - lin_nu.get();
     let gap = log_z - lin.get() - h_old;
     s.gap = if gap > 0.0 { gap } else { 0.0 };
     let c = -1.0 / ctx.lam_n;
@@ -462,7 +469,7 @@ fn move_marginals((mu_n, mu_e): (&mut [f64], &mut [f64]), s: &Slot, gamma: f64) 
 }
 
 /// The line search of an oracle at the weights it saw (parallel pre-search): fills the memo.
-fn pre_search<D: TokenRows>(ctx: &Ctx<'_, '_, D>, mu: (&[f64], &[f64]), start: f64, s: &mut Slot) -> u32 {
+fn pre_search<D: TokenRows>(ctx: &Ctx<'_, '_, D>, mu: (&[f64], &[f64]), s: &mut Slot) -> u32 {
     if s.gap <= 0.0 {
         return 0;
     }
@@ -471,6 +478,7 @@ fn pre_search<D: TokenRows>(ctx: &Ctx<'_, '_, D>, mu: (&[f64], &[f64]), start: f
     let (nn, ne) = (t_len * k, (t_len - 1) * k * k);
     let line = BlockLine { t_len, k, mu, delta: (&s.dn[..nn], &s.de[..ne]) };
     let sc = Scalars { lin: ctx.lam_n * s.wv, quad: ctx.lam_n * s.vv, stale: 0.0 };
+    let start = sc.start(s.h_old, s.h_one);
     search(|g| line.eval(g), &sc, &mut s.memo, s.h_old, ctx.line_tol, start, u32::MAX).evals
 }
 
@@ -591,8 +599,6 @@ struct Books {
     /// `H~(mu_i)` and its sum.
     entropy: Vec<f64>,
     entropy_sum: f64,
-    /// The last step size of each sequence: where its next line search starts.
-    last_gamma: Vec<f64>,
     /// `||w||^2`, maintained as `||w + g v||^2 = ||w||^2 + 2 g <w,v> + g^2 ||v||^2`.
     wn2: f64,
     sampler: GapSampler,
@@ -630,7 +636,8 @@ fn apply_step<D: TokenRows>(
     let step = {
         let line = BlockLine { t_len, k, mu, delta: (&s.dn[..nn], &s.de[..ne]) };
         let budget = if fresh { u32::MAX } else { 0 };
-        search(|g| line.eval(g), &sc, &mut s.memo, s.h_old, ctx.line_tol, books.last_gamma[i], budget)
+        let start = sc.start(s.h_old, s.h_one);
+        search(|g| line.eval(g), &sc, &mut s.memo, s.h_old, ctx.line_tol, start, budget)
     };
     let evals = known as u64 + u64::from(step.evals);
     if evals > 0 {
@@ -660,7 +667,6 @@ fn move_weights<D: TokenRows>(
     let act = ctx.index.active(i);
     let v_em = &s.v_em[..act.len() * k];
     let gamma = r.gamma;
-    books.last_gamma[i] = gamma;
     for (q, &a) in act.iter().enumerate() {
         let a = a as usize;
         for (wj, vj) in w[a * k..(a + 1) * k].iter_mut().zip(&v_em[q * k..(q + 1) * k]) {
@@ -681,9 +687,8 @@ struct Task<'s, 'm> {
     slot: &'s mut Slot,
     mu: (&'m [f64], &'m [f64]),
     old: Option<(&'m mut [f64], &'m mut [f64], f64)>,
-    /// `H~(mu_i)` and the sequence's last step size (where the pre-search starts).
+    /// `H~(mu_i)`.
     h_old: f64,
-    from: f64,
 }
 
 /// A task's stage: scored (its `theta` computed), done (oracle and pre-search made).
@@ -732,12 +737,12 @@ impl Board<'_, '_> {
         }
         {
             let mut task = self.tasks[q].lock().unwrap_or_else(PoisonError::into_inner);
-            let Task { slot, mu, old, h_old, from } = &mut *task;
+            let Task { slot, mu, old, h_old } = &mut *task;
             if let Some((node, edge, gamma)) = old.take() {
                 move_marginals((node, edge), slot, gamma);
             }
             oracle_scored(ctx, trans, *mu, *h_old, slot);
-            pre_search(ctx, *mu, *from, slot);
+            pre_search(ctx, *mu, slot);
         }
         self.stage[q].store(DONE, Ordering::Release);
         true
@@ -815,7 +820,6 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
             books: Books {
                 entropy,
                 entropy_sum,
-                last_gamma: vec![0.5; n],
                 wn2: 0.0,
                 sampler: GapSampler::new(
                     if cfg.sampling == CrfSampling::Gap { cfg.non_uniform } else { 0.0 },
@@ -960,13 +964,7 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
                 None => None,
             };
             slot.i = i;
-            tasks.push(Mutex::new(Task {
-                slot,
-                mu,
-                old,
-                h_old: books.entropy[i],
-                from: books.last_gamma[i],
-            }));
+            tasks.push(Mutex::new(Task { slot, mu, old, h_old: books.entropy[i] }));
         }
         let board = Board {
             tasks,
