@@ -306,8 +306,9 @@ impl Slot {
 }
 
 /// Asks the CPU for the memory a step on `i` reads, all at once (no effect on results): the
-/// emission rows of its attributes in `w`, its token rows, then its marginals `mu`, which the
-/// oracle reads after the forward-backward. Every one is at a random place in arrays larger than
+/// emission rows of its attributes in `w`, its token rows, then the positions of its entries
+/// among its attributes and its marginals `mu`, which the oracle reads after the
+/// forward-backward. Every one is at a random place in arrays larger than
 /// the caches (on CoNLL NER, 9.5 MB of weights and 130 MB of marginals), and the loops that read
 /// them would otherwise wait on memory a few lines at a time.
 fn prefetch_step<D: TokenRows>(ctx: &Ctx<'_, '_, D>, w: &[f64], (mu_n, mu_e): (&[f64], &[f64]), i: usize) {
@@ -319,6 +320,13 @@ fn prefetch_step<D: TokenRows>(ctx: &Ctx<'_, '_, D>, w: &[f64], (mu_n, mu_e): (&
     }
     for row in ctx.problem.sequence(i) {
         ctx.problem.x().prefetch_row(row);
+    }
+    let local = ctx.index.local(i);
+    for line in local.chunks(16) {
+        prefetch(line.as_ptr());
+    }
+    if let Some(last) = local.last() {
+        prefetch(last);
     }
     for m in [mu_n, mu_e] {
         for line in m.chunks(8) {
@@ -382,16 +390,9 @@ fn oracle_scored<D: TokenRows>(
     // (scaled by -1/(lambda n) at the end).
     let (mut lin, mut lin_nu, mut dot) = (Sum::default(), Sum::default(), Sum::default());
     for t in 0..t_len {
-        let (mut local, mut local_nu, mut local_dot) = (0.0, 0.0, 0.0);
         let (th, mn) = (&theta[t * k..(t + 1) * k], &mu_n[t * k..(t + 1) * k]);
         let d = &mut dn[t * k..(t + 1) * k];
-        for kk in 0..k {
-            local += mn[kk] * th[kk];
-            local_nu += d[kk] * th[kk];
-            d[kk] -= mn[kk];
-            local_dot += d[kk] * th[kk];
-            v_rest[kk] += d[kk];
-        }
+        let [mut local, mut local_nu, mut local_dot] = clique_terms(mn, th, d, &mut v_rest[..k]);
         if t == 0 {
             v_rest[k..2 * k].iter_mut().zip(d.iter()).for_each(|(v, x)| *v += x);
         }
@@ -401,14 +402,10 @@ fn oracle_scored<D: TokenRows>(
         if t + 1 < t_len {
             let me = &mu_e[t * k * k..(t + 1) * k * k];
             let d = &mut de[t * k * k..(t + 1) * k * k];
-            let vt = &mut v_rest[3 * k..];
-            for j in 0..k * k {
-                local += me[j] * wt[j];
-                local_nu += d[j] * wt[j];
-                d[j] -= me[j];
-                local_dot += d[j] * wt[j];
-                vt[j] += d[j];
-            }
+            let [e_mu, e_nu, e_delta] = clique_terms(me, wt, d, &mut v_rest[3 * k..]);
+            local += e_mu;
+            local_nu += e_nu;
+            local_dot += e_delta;
         }
         lin.add(local);
         lin_nu.add(local_nu);
@@ -431,15 +428,64 @@ fn oracle_scored<D: TokenRows>(
             }
         });
     }
-    let mut vv = 0.0;
-    for x in v_em.iter_mut().chain(v_rest.iter_mut()) {
-        *x *= c;
-        vv += *x * *x;
-    }
     s.wv = c * dot.get();
-    s.vv = vv;
+    s.vv = scale_sq_norm(v_em, c) + scale_sq_norm(v_rest, c);
     s.h_old = h_old;
     s.memo.clear();
+}
+
+/// Lanes of the sums over a clique's cells: independent accumulators, so the loops vectorise
+/// and do not wait on one chain of additions.
+const LANES: usize = 4;
+
+/// One clique block of a step (a node's `K` cells or an edge's `K^2`): turns the oracle's
+/// marginals `nu` in `d` into `delta = nu - mu` in place, adds `delta` to the direction's
+/// block `v`, and returns `[<mu, s>, <nu, s>, <delta, s>]` for the scores `s`, each summed in
+/// [`LANES`] lanes added as `(l0 + l1) + (l2 + l3)`.
+#[inline(always)]
+fn clique_terms(mu: &[f64], s: &[f64], d: &mut [f64], v: &mut [f64]) -> [f64; 3] {
+    let n = mu.len();
+    debug_assert!(s.len() == n && d.len() == n && v.len() == n);
+    let mut acc = [[0.0; LANES]; 3];
+    let cell = |acc: &mut [[f64; LANES]; 3], l: usize, m: f64, sc: f64, d: &mut f64, v: &mut f64| {
+        acc[0][l] += m * sc;
+        acc[1][l] += *d * sc;
+        *d -= m;
+        acc[2][l] += *d * sc;
+        *v += *d;
+    };
+    let body = n - n % LANES;
+    for (((m, sc), d), v) in mu[..body]
+        .chunks_exact(LANES)
+        .zip(s[..body].chunks_exact(LANES))
+        .zip(d[..body].chunks_exact_mut(LANES))
+        .zip(v[..body].chunks_exact_mut(LANES))
+    {
+        for l in 0..LANES {
+            cell(&mut acc, l, m[l], sc[l], &mut d[l], &mut v[l]);
+        }
+    }
+    for (l, j) in (body..n).enumerate() {
+        cell(&mut acc, l, mu[j], s[j], &mut d[j], &mut v[j]);
+    }
+    acc.map(|a| (a[0] + a[1]) + (a[2] + a[3]))
+}
+
+/// Scales `x` by `c` in place and returns `||c x||^2`, summed in [`LANES`] lanes.
+fn scale_sq_norm(x: &mut [f64], c: f64) -> f64 {
+    let mut acc = [0.0; LANES];
+    let mut chunks = x.chunks_exact_mut(LANES);
+    for ch in &mut chunks {
+        for l in 0..LANES {
+            ch[l] *= c;
+            acc[l] += ch[l] * ch[l];
+        }
+    }
+    for (l, xj) in chunks.into_remainder().iter_mut().enumerate() {
+        *xj *= c;
+        acc[l] += *xj * *xj;
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3])
 }
 
 /// `<w, v>` for a direction on the attributes `act`.
