@@ -39,7 +39,7 @@
 //! start whose gap for the next penalty is small when the grid is fine.
 
 use super::lasso::Reduction;
-use super::{fit_from, screen, Certificate, FitResult, Problem, Status, Warm};
+use super::{cd, fit_from, screen, Certificate, FitResult, Problem, Status, Warm};
 use crate::config::{FitConfig, FitParams, GroupNorm, Groups, Interrupt};
 use crate::data::{DenseView, Rows};
 use crate::error::{Result, SdcaError};
@@ -528,6 +528,7 @@ pub fn fit_path<D: Rows>(problem: &Problem<'_, D>, path: &PathConfig) -> Result<
     let (mut screened, mut nnz_visited) =
         (Vec::with_capacity(values.len()), Vec::with_capacity(values.len()));
     let mut columns: Option<screen::Columns> = None;
+    let mut shared: Option<cd::Shared> = None;
     let mut total: Option<u64> = None;
     let zero_coef = vec![0.0; d];
     for &v in &values {
@@ -542,6 +543,16 @@ pub fn fit_path<D: Rows>(problem: &Problem<'_, D>, path: &PathConfig) -> Result<
         let warm = fits.last().map(Warm::from);
         let (mut fit, left_out, visited) = match (&zero, from) {
             (Some(z), _) if at_zero => (z.fit_result(problem, &cfg)?, d, 0),
+            _ if cd::chosen(&cfg, problem)? => {
+                let shared = match &mut shared {
+                    Some(s) => s,
+                    None => shared.insert(cd::Shared::of(problem, cfg.intercept_scaling)?),
+                };
+                let (fit, left_out) = cd::fit_shared(problem, &cfg, warm.as_ref(), shared, path.screening)?;
+                let full = *total.get_or_insert_with(|| nnz_total(problem));
+                let visited = u64::from(fit.epochs) * full;
+                (fit, left_out, visited)
+            }
             (_, Some((coef, intercept)))
                 if path.screening && screen::applies(&cfg) && problem.n_outputs == 1 =>
             {
