@@ -23,9 +23,27 @@ fn list(dt: DataType) -> DataType {
     DataType::List(Box::new(dt))
 }
 
-/// The dtype of a path: a list of model structs.
+/// The dtype of a path: a list of model structs, `fit`'s fields and the two of
+/// [`SCREENING_FIELDS`].
 pub fn path_dtype(label: &DataType, multiclass: bool) -> DataType {
-    list(DataType::Struct(model_fields(label, multiclass)))
+    let mut fields = model_fields(label, multiclass);
+    fields.extend(SCREENING_FIELDS.map(|name| Field::new(name.into(), DataType::UInt64)));
+    list(DataType::Struct(fields))
+}
+
+/// The fields a path's models have beyond `fit`'s (`Path::screened`, `Path::nnz_visited`): the
+/// features Gap Safe screening left out of the value's passes, and the stored matrix entries
+/// those passes visited, so that a user sees what screening saved; null in a failed group's
+/// model.
+const SCREENING_FIELDS: [&str; 2] = ["screened", "nnz_visited"];
+
+/// `model` (one `fit` struct) with the [`SCREENING_FIELDS`] appended.
+fn with_screening(model: Series, screened: Option<u64>, visited: Option<u64>) -> PolarsResult<Series> {
+    let mut cols = model.struct_()?.fields_as_series();
+    let [s, v] = SCREENING_FIELDS;
+    cols.push(Series::new(s.into(), [screened]));
+    cols.push(Series::new(v.into(), [visited]));
+    Ok(StructChunked::from_series(model.name().clone(), 1, cols.iter())?.into_series())
 }
 
 /// The fields of a cross-validation's struct.
@@ -99,8 +117,10 @@ fn meta_at<'a>(meta: &ModelMeta<'a>, penalty: Penalty, value: f64) -> ModelMeta<
 fn models(name: &str, meta: &ModelMeta<'_>, fitted: &Path, g: &Group) -> PolarsResult<Series> {
     let n = g.labels.y.len();
     let mut rows: Option<Series> = None;
-    for (v, fit) in fitted.values.iter().zip(&fitted.fits) {
+    let stats = fitted.screened.iter().zip(&fitted.nnz_visited);
+    for ((v, fit), (&screened, &visited)) in fitted.values.iter().zip(&fitted.fits).zip(stats) {
         let row = model_row(name, &meta_at(meta, fitted.penalty, *v), fit, g, n)?;
+        let row = with_screening(row, Some(screened as u64), Some(visited))?;
         match &mut rows {
             Some(all) => {
                 all.append(&row)?;
@@ -135,6 +155,7 @@ pub fn path(inputs: &[Series], kw: &PathKwargs) -> PolarsResult<Series> {
     match result {
         Err(e) if kw.on_error == "null" && !interrupt::is_interrupt(&e) => {
             let null = output::null_model(label.name(), &meta, &fit::status_of(&e))?;
+            let null = with_screening(null, None, None)?;
             Ok(null.implode()?.into_series().with_name(label.name().clone()))
         }
         other => other,

@@ -531,8 +531,12 @@ def fit_path(label: IntoExpr, features: IntoFeatures, **options: Unpack[PathOpti
     Returns
     -------
     Expr
-        A ``List`` of model structs (the fields of :func:`fit`), one per value, decreasing;
-        each model's ``l1`` / ``l2`` is its value. Pick one with ``.list.get(i)`` (or
+        A ``List`` of model structs, one per value, decreasing: the fields of :func:`fit`
+        (each model's ``l1`` / ``l2`` is its value), plus ``screened`` (UInt64, the features
+        Gap Safe screening left out of that value's passes; all of them for the closed-form
+        zero model) and ``nnz_visited`` (UInt64, the stored matrix entries its passes read,
+        the screening test's and the full certificate's passes included); both null in a
+        failed group's model. Pick one with ``.list.get(i)`` (or
         ``.list.last()``) and pass it to :func:`predict`.
 
     Raises
