@@ -8,7 +8,7 @@
 
 use polars::prelude::*;
 use sdca_core::cv::{self, CvConfig, CvResult};
-use sdca_core::solver::{fit_path, Path, Penalty};
+use sdca_core::solver::{fit_path, Path, PathConfig};
 use sdca_core::FitResult;
 
 use crate::convert::Features;
@@ -105,21 +105,27 @@ fn on_problem<T>(
     }
 }
 
-fn meta_at<'a>(meta: &ModelMeta<'a>, penalty: Penalty, value: f64) -> ModelMeta<'a> {
-    let (l1, l2) = match penalty {
-        Penalty::L1 => (value, meta.l2),
-        Penalty::L2 => (meta.l1, value),
-    };
-    ModelMeta { label_dtype: meta.label_dtype, loss: meta.loss, multiclass: meta.multiclass, l1, l2 }
+/// The model's metadata at grid value `value`: its `l1` and `l2` as the path sets them (the
+/// varying one, and `l2` tied to `l1` by an `l1_ratio`).
+fn meta_at<'a>(meta: &ModelMeta<'a>, config: &PathConfig, value: f64) -> PolarsResult<ModelMeta<'a>> {
+    let cfg = config.config(Some(value)).map_err(param)?;
+    let (l1, l2) = (cfg.l1, cfg.l2);
+    Ok(ModelMeta { label_dtype: meta.label_dtype, loss: meta.loss, multiclass: meta.multiclass, l1, l2 })
 }
 
 /// The models of a path as one row of a list of structs.
-fn models(name: &str, meta: &ModelMeta<'_>, fitted: &Path, g: &Group) -> PolarsResult<Series> {
+fn models(
+    name: &str,
+    meta: &ModelMeta<'_>,
+    config: &PathConfig,
+    fitted: &Path,
+    g: &Group,
+) -> PolarsResult<Series> {
     let n = g.labels.y.len();
     let mut rows: Option<Series> = None;
     let stats = fitted.screened.iter().zip(&fitted.nnz_visited);
     for ((v, fit), (&screened, &visited)) in fitted.values.iter().zip(&fitted.fits).zip(stats) {
-        let row = model_row(name, &meta_at(meta, fitted.penalty, *v), fit, g, n)?;
+        let row = model_row(name, &meta_at(meta, config, *v)?, fit, g, n)?;
         let row = with_screening(row, Some(screened as u64), Some(visited))?;
         match &mut rows {
             Some(all) => {
@@ -150,7 +156,7 @@ pub fn path(inputs: &[Series], kw: &PathKwargs) -> PolarsResult<Series> {
     let meta = fit::meta(label, &fit_kw);
     let result = fit::prepare(inputs, &fit_kw, &cfg).and_then(|g| {
         let fitted = on_problem(&g, &cfg, |p| fit_path(p, &config), |p| fit_path(p, &config))?;
-        models(label.name(), &meta, &fitted, &g)
+        models(label.name(), &meta, &config, &fitted, &g)
     });
     match result {
         Err(e) if kw.on_error == "null" && !interrupt::is_interrupt(&e) => {
@@ -219,13 +225,8 @@ pub fn cross_validate(inputs: &[Series], kw: &PathKwargs) -> PolarsResult<Series
             None => work()?,
         };
         let chosen = result.values[result.chosen];
-        let model = model_row(
-            label.name(),
-            &meta_at(&meta, result.penalty, chosen),
-            &result.model,
-            &g,
-            g.labels.y.len(),
-        )?;
+        let model =
+            model_row(label.name(), &meta_at(&meta, &config, chosen)?, &result.model, &g, g.labels.y.len())?;
         cv_row(label.name(), model, Some(&result))
     });
     match result {
