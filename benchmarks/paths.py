@@ -10,9 +10,13 @@ the machine is shared, so wall time is noisy) and wall seconds:
 
 * ``lasso``: a 100-value Lasso path (``l2 = 0``, ``l1`` from the exact ``l1_max`` down to
   ``1e-3 l1_max``, scikit-learn's ``eps``) on a dense ``p >> n`` set (200 x 5,000 Gaussian,
-  20 true features, seed 0): ``fit_path`` at ``tol = 1e-6`` (relative duality gap) against
-  scikit-learn's ``lasso_path`` and, if installed, celer's ``celer_path`` at the same grid and
-  ``tol``; each peer's objective at every value is recomputed here and compared with ours.
+  20 true features, seed 0): ``fit_path`` at ``tol = 1e-6`` (every value certified to that
+  relative duality gap) against scikit-learn's ``lasso_path`` and, if installed, celer's
+  ``celer_path`` over the same grid, each at the loosest tolerance of a ladder (two per decade,
+  ``common.calibrate``) whose worst relative suboptimality over the path reaches ``1e-6`` too:
+  the peers' tolerances are not relative gaps, so equal ``tol`` is not equal accuracy. The
+  suboptimality of every path (ours included) is recomputed here against a reference path fitted
+  by us to a certified relative gap of ``1e-10``. CPU seconds are medians of ``--repeat`` runs.
 * ``sparse``: a 100-value L1-logistic path (``l2 = 1e-6``, the elastic net next to it) on CoNLL
   tokens (``cases.load_sparse``, ``--n-rows`` rows) against a loop of liblinear
   ``LogisticRegression(penalty="l1", C = 1 / (l1 n))`` fits over the same grid.
@@ -34,6 +38,7 @@ import os
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +48,9 @@ import polars as pl
 import polars_sdca as ps
 
 HERE = Path(__file__).parent
+sys.path.insert(0, str(HERE))
+from common import calibrate, relative_suboptimality, time_call, tol_ladder, worst  # noqa: E402
+
 OUT = HERE / "out"
 
 
@@ -87,40 +95,75 @@ def ours_path(
     return list(path), cpu, wall
 
 
-def row_lasso(args: argparse.Namespace) -> dict[str, Any]:
+def lasso_peers() -> dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray, float], np.ndarray]]:
+    """The peers of the ``lasso`` row: ``(Xc, yc, l1s, tol) -> coefs (p x values)`` on centred data."""
     from sklearn.linear_model import lasso_path
 
-    X, y = dense_problem()
-    path, cpu, wall = ours_path(X, y, screening=True, tol=args.tol)
-    l1s = np.array([m["l1"] for m in path])
-    ours = [m["primal"] for m in path]
-    Xc, yc = X - X.mean(axis=0), y - y.mean()  # lasso_path has no intercept: center, as LassoCV does
-    (_, coefs, _), s_cpu, s_wall = timed(
-        lambda: lasso_path(Xc, yc, alphas=l1s, tol=args.tol, max_iter=100_000)
-    )
-    theirs = [
-        lasso_objective(X, y, coefs[:, k], float(y.mean() - X.mean(axis=0) @ coefs[:, k]), l1)
-        for k, l1 in enumerate(l1s)
-    ]
-    out: dict[str, Any] = {
-        "ours_cpu": cpu,
-        "ours_wall": wall,
-        "sklearn_cpu": s_cpu,
-        "sklearn_wall": s_wall,
-        "max_gap_rel": max(m["gap"] / m["primal"] for m in path),
-        "sklearn_excess_rel": max((t - o) / o for t, o in zip(theirs, ours, strict=True)),
+    peers: dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray, float], np.ndarray]] = {
+        "sklearn": lambda Xc, yc, l1s, tol: lasso_path(Xc, yc, alphas=l1s, tol=tol, max_iter=100_000)[1],
     }
     try:
         from celer import celer_path
 
-        (_, c_coefs, _), c_cpu, c_wall = timed(lambda: celer_path(Xc, yc, "lasso", alphas=l1s, tol=args.tol))
-        out |= {"celer_cpu": c_cpu, "celer_wall": c_wall}
-        out["celer_excess_rel"] = max(
-            (lasso_objective(X, y, c_coefs[:, k], float(y.mean() - X.mean(axis=0) @ c_coefs[:, k]), l1) - o)
-            / o
-            for k, (l1, o) in enumerate(zip(l1s, ours, strict=True))
-        )
+        peers["celer"] = lambda Xc, yc, l1s, tol: celer_path(Xc, yc, "lasso", alphas=l1s, tol=tol)[1]
     except ImportError:
+        pass
+    return peers
+
+
+def row_lasso(args: argparse.Namespace) -> dict[str, Any]:
+    """Ours at ``tol`` (every value certified to that relative gap) against each peer at its
+    loosest tolerance whose worst relative suboptimality over the path reaches the same number,
+    judged against a reference path certified to ``--ref-tol`` (``common.calibrate``)."""
+    X, y = dense_problem()
+    target = args.tol
+    timing = time_call(lambda: ours_path(X, y, screening=True, tol=args.tol)[0], args.repeat)
+    path = timing.result
+    l1s = np.array([m["l1"] for m in path])
+    ref, _, _ = ours_path(X, y, screening=True, tol=args.ref_tol)
+    p_star = np.array([m["primal"] for m in ref])
+    ours = np.array([m["primal"] for m in path])
+    Xc, yc, means = X - X.mean(axis=0), y - y.mean(), X.mean(axis=0)  # peers fit no intercept: centre
+
+    def objectives(coefs: np.ndarray) -> np.ndarray:
+        return np.array(
+            [
+                lasso_objective(X, y, coefs[:, k], float(y.mean() - means @ coefs[:, k]), l1)
+                for k, l1 in enumerate(l1s)
+            ]
+        )
+
+    out: dict[str, Any] = {
+        "target_subopt": target,
+        "ref_tol": args.ref_tol,
+        "ours_tol": args.tol,
+        "ours_cpu": timing.cpu_median,
+        "ours_wall": timing.median,
+        "ours_max_gap_rel": max(m["gap"] / m["primal"] for m in path),
+        "ours_subopt": worst(relative_suboptimality(ours, p_star)),
+    }
+    for name, peer in lasso_peers().items():
+
+        def build(tol: float | None, peer: Any = peer) -> Callable[[], np.ndarray]:
+            return lambda: peer(Xc, yc, l1s, tol)
+
+        def score(coefs: np.ndarray) -> tuple[float, float, dict[str, Any]]:
+            obj = objectives(coefs)
+            return float(obj.sum()), worst(relative_suboptimality(obj, p_star)), {}
+
+        cal = calibrate(build, score, tol_ladder(1e-2, 1e-12, per_decade=2), target)
+        tol = cal.chosen.tol
+        peer_timing = time_call(build(tol), args.repeat)
+        out[name] = {
+            "tol": tol,
+            "reached": cal.reached,
+            "cpu": peer_timing.cpu_median,
+            "wall": peer_timing.median,
+            "subopt": score(peer_timing.result)[1],
+            "calibration": [{"tol": q.tol, "subopt": q.subopt} for q in cal.points],
+        }
+        out[f"ratio_vs_{name}"] = timing.cpu_median / peer_timing.cpu_median
+    if "celer" not in out:
         out["celer"] = "not installed (pip install celer)"
     return out
 
@@ -142,7 +185,6 @@ def row_screening(args: argparse.Namespace) -> dict[str, Any]:
 
 
 def row_sparse(args: argparse.Namespace) -> dict[str, Any]:
-    sys.path.insert(0, str(HERE))
     from cases import load_sparse
     from sklearn.linear_model import LogisticRegression
 
@@ -199,7 +241,9 @@ ROWS = {"lasso": row_lasso, "screening": row_screening, "sparse": row_sparse, "c
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--rows", default=",".join(ROWS), help=f"comma-separated: {', '.join(ROWS)}")
-    parser.add_argument("--tol", type=float, default=1e-6)
+    parser.add_argument("--tol", type=float, default=1e-6, help="ours; the peers' target suboptimality")
+    parser.add_argument("--ref-tol", type=float, default=1e-10, help="the reference path's certified gap")
+    parser.add_argument("--repeat", type=int, default=3, help="timed runs (medians) of the lasso row")
     parser.add_argument("--n-rows", type=int, default=50_000, help="CoNLL token rows of the sparse row")
     parser.add_argument("--groups", type=int, default=2000)
     parser.add_argument("--dry-run", action="store_true", help="print only (allowed on a dirty tree)")

@@ -178,6 +178,11 @@ pub fn fit_from<D: Rows>(
     } else {
         with_loss!(cfg.loss, k, |loss| solve(problem, loss, cfg, w))?
     };
+    finite(fit)
+}
+
+/// The fit, or the error naming its first non-finite output.
+fn finite(fit: FitResult) -> Result<FitResult> {
     // Valid but extreme input (values near 1e150, a tiny l2 against large data) can overflow
     // inside the solver; NaN or infinity in a model is garbage, so it is an error instead.
     let c = &fit.certificate;
