@@ -9,10 +9,12 @@
 //! cargo run --release -p sdca-core --example crf_epoch -- /tmp/crf-ner 3 3 1 gap
 //! ```
 //!
-//! Arguments: prefix, timed epochs `E`, repetitions, `n_threads`, sampling. As in
-//! `benchmarks/crf_goals.py`, an epoch costs `(fit of 1 + E epochs - fit of 1 epoch) / E` with
-//! `check_every = 0`, so the setup and the final certificate cancel. Prints each repetition and
-//! the median, with the certificate of the longer fit (same seed and threads: same bits).
+//! Arguments: prefix, timed epochs `E`, repetitions, `n_threads`, sampling, and optionally a
+//! relative gap `tol`. As in `benchmarks/crf_goals.py`, an epoch costs `(fit of 1 + E epochs -
+//! fit of 1 epoch) / E` with `check_every = 0`, so the setup and the final certificate cancel.
+//! Prints each repetition and the median, with the certificate of the longer fit (same seed and
+//! threads: same bits). With `tol`, also one fit to that gap (`check_every = 1`): its epochs,
+//! CPU seconds and certificate.
 
 use sdca_core::crf::{crf_fit, CrfFit, CrfParams, CrfProblem};
 use sdca_core::CsrView;
@@ -67,11 +69,12 @@ fn main() {
         problem.n_tokens(),
     );
 
-    let fit = |max_epochs: u32| -> (f64, CrfFit) {
+    let tol: Option<f64> = args.get(6).map(|t| t.parse().expect("tol"));
+    let fit = |max_epochs: u32, tol: f64| -> (f64, CrfFit) {
         let cfg = CrfParams {
             max_epochs: i64::from(max_epochs),
-            check_every: 0,
-            tol: 1e-300,
+            check_every: i64::from(tol > 0.0),
+            tol: tol.max(1e-300),
             n_threads: Some(threads),
             sampling: sampling.clone(),
             ..Default::default()
@@ -84,8 +87,8 @@ fn main() {
     };
     let mut per_epoch = Vec::with_capacity(reps);
     for rep in 0..reps {
-        let (one, _) = fit(1);
-        let (more, f) = fit(1 + epochs);
+        let (one, _) = fit(1, 0.0);
+        let (more, f) = fit(1 + epochs, 0.0);
         let e = (more - one) / f64::from(epochs);
         per_epoch.push(e);
         println!(
@@ -100,4 +103,11 @@ fn main() {
     }
     per_epoch.sort_by(f64::total_cmp);
     println!("median {:.3} CPU s / epoch", per_epoch[per_epoch.len() / 2]);
+    if let Some(tol) = tol {
+        let (cpu, f) = fit(1000, tol);
+        println!(
+            "fit to tol {tol:e}: {} epochs, {cpu:.2} CPU s, {:?}; P {:.12} gap {:.3e}, line search {:.2} evals",
+            f.epochs, f.status, f.primal, f.gap, f.mean_line_search_iters,
+        );
+    }
 }

@@ -46,7 +46,7 @@ pub struct CrfParams {
     /// Fraction of gap-proportional draws under `"gap"` sampling, in `[0, 1]` (paper: 0.8).
     pub non_uniform: f64,
     /// Newton line-search "sub-precision": stop when the last step is shorter; `> 0`
-    /// (paper: 1e-3).
+    /// (default 1e-2; the paper runs 1e-3).
     pub line_search_tol: f64,
     /// Random seed; `>= 0`.
     pub seed: i64,
@@ -73,8 +73,12 @@ impl Default for CrfParams {
             check_every: const { int(O, "check_every") },
             sampling: const { text(O, "sampling") }.into(),
             non_uniform: const { float(O, "non_uniform") },
-            // Not a user option: the paper's sub-precision of the line search.
-            line_search_tol: 1e-3,
+            // Not a user option. Le Priol et al. 2018 (section 6.2, Fig. 8) find convergence the
+            // same for any sub-precision <= 0.01 and run 1e-3 to be safe. On CoNLL NER with gap
+            // sampling, 1e-2 against 1e-3: epochs to a relative gap of 1e-5 13 and 13, to 1e-8
+            // 20 and 20 (uniform sampling to 1e-6: 51 and 53), and 1.20 evaluations per search
+            // instead of 1.63 (the search starts close to the root, so most stop at once).
+            line_search_tol: 1e-2,
             seed: const { int(O, "seed") },
             max_memory: None,
             max_seconds: None,
@@ -238,7 +242,7 @@ mod tests {
     fn defaults_check() {
         let cfg = CrfParams::default().check().unwrap();
         assert_eq!(cfg.sampling, CrfSampling::Gap);
-        assert_eq!((cfg.non_uniform, cfg.line_search_tol), (0.8, 1e-3));
+        assert_eq!((cfg.non_uniform, cfg.line_search_tol), (0.8, 1e-2));
         assert_eq!(cfg.l2_for(50), 0.02);
         let cfg = CrfParams { l2: Some(0.5), ..Default::default() }.check().unwrap();
         assert_eq!(cfg.l2_for(50), 0.5);

@@ -19,9 +19,11 @@
 //! With `nu` the chain distribution of the weights `w` the oracle saw, `-<delta, log nu>_chain =
 //! lambda n <w, v>`, hence `f'(1) = -lambda n (||v||^2 + <w_now - w, v>)`, a closed form (and
 //! `f'(0) = KL~(mu||nu) + KL~(nu||mu) > 0` whenever the block gap is positive). The root of `f'`
-//! is bracketed in `[0, 1]`; [`search`] finds it with rtsafe (Numerical Recipes 9.4) from `0.5`,
-//! stopping at an evaluated point once the next Newton or bisection step is shorter than `tol`
-//! (the paper's "sub-precision", 1e-3). The step is then checked to raise the dual (the gain is a
+//! is bracketed in `[0, 1]`; [`search`] finds it with rtsafe (Numerical Recipes 9.4) from the
+//! maximiser of the quadratic through `f(0)`, `f(1)` and `f'(1)` ([`Scalars::start`]: `f(1)`
+//! needs only `H~(nu) = log Z - E_nu s(y)`, which the oracle gives), stopping at an evaluated
+//! point once the next Newton or bisection step is shorter than `tol` (the paper's
+//! "sub-precision": 1e-2 by default, the paper's 1e-3 gives the same epochs). The step is then checked to raise the dual (the gain is a
 //! scalar formula given the entropy); if rounding or an overshoot past a tiny root made it lower
 //! the dual, the evaluated point of largest `gamma` with `f' >= 0` is taken instead, whose gain is
 //! non-negative because `f` is concave.
@@ -97,6 +99,27 @@ impl Scalars {
         -(self.quad + self.stale)
     }
 
+    /// Where a search without a memo starts: the maximiser of the quadratic through `f(0)`,
+    /// `f(1)` and `f'(1)`, all known before any evaluation: `f(1) - f(0) = H~(nu) - H~(mu) -
+    /// lin - quad / 2` with `H~(nu) = h_one` (the oracle's distribution: `log Z - E_nu s(y)`,
+    /// no `log` per cell) and `f'(1)` in closed form. On CoNLL NER it lands at a median
+    /// distance of 0.0075 from the root (the block's previous step: 0.15), and a search takes
+    /// 2.0 evaluations instead of 2.7. `0.5` when the three values do not make a concave
+    /// quadratic (rounding, or a `NaN`).
+    #[inline]
+    pub(crate) fn start(&self, h_old: f64, h_one: f64) -> f64 {
+        let rise = h_one - h_old - self.lin - 0.5 * self.quad;
+        let end = self.slope_at_one();
+        // q(x) = a x^2 + b x with q(1) = rise, q'(1) = end.
+        let (a, b) = (end - rise, 2.0 * rise - end);
+        let x = -b / (2.0 * a);
+        if a < 0.0 && x.is_finite() {
+            x.clamp(0.0, 1.0)
+        } else {
+            0.5
+        }
+    }
+
     /// `n (D_new - D_old)` of the step to `r` from a block of entropy `h_old`.
     #[inline]
     pub(crate) fn gain(&self, r: &Raw, h_old: f64) -> f64 {
@@ -119,9 +142,9 @@ pub(crate) struct Step {
 /// rtsafe on `f'` over `[0, 1]`, ending at an evaluated point that raises the dual (see the
 /// module header). `eval` computes the chain sums at a step size; `memo` holds evaluations made
 /// earlier (possibly for other scalars), which seed the bracket and the start; new evaluations are
-/// appended to it. Without a memo the search starts at `from` (the block's previous step: the
-/// steps of one block are correlated from epoch to epoch, which saves about one evaluation in
-/// three). `h_old` is `H~(mu)`.
+/// appended to it. Without a memo the search starts at `from` (moved to `[0.001, 0.999]`;
+/// [`Scalars::start`] gives a good one), or mid-bracket when `from` is `NaN`. `h_old` is
+/// `H~(mu)`.
 pub(crate) fn search<F: FnMut(f64) -> Raw>(
     mut eval: F,
     sc: &Scalars,
@@ -192,7 +215,7 @@ pub(crate) fn search<F: FnMut(f64) -> Raw>(
     let (mut r, mut x) = match start {
         Some((r, _)) => (r, r.gamma),
         None => {
-            let x = if from > 1e-3 && from < 1.0 - 1e-3 { from } else { 0.5 * (xh + xl) };
+            let x = if from.is_nan() { 0.5 * (xh + xl) } else { from.clamp(1e-3, 1.0 - 1e-3) };
             match fresh(x, memo, &mut evals) {
                 Some(r) => (r, x),
                 None => return best_known(memo, evals),

@@ -274,8 +274,10 @@ struct Slot {
     /// `<w, v>` at the oracle's weights; `||v||^2`.
     wv: f64,
     vv: f64,
-    /// `H~(mu_i)` when the oracle ran.
+    /// `H~(mu_i)` when the oracle ran, and `H~(nu_i) = log Z - E_nu s(y)` (the line search's
+    /// start).
     h_old: f64,
+    h_one: f64,
     /// Line-search evaluations made with the oracle.
     memo: Memo,
     /// The step size of a step on `i` whose move of `mu_i` (by `gamma delta`) is still to be
@@ -304,8 +306,9 @@ impl Slot {
 }
 
 /// Asks the CPU for the memory a step on `i` reads, all at once (no effect on results): the
-/// emission rows of its attributes in `w`, its token rows, then its marginals `mu`, which the
-/// oracle reads after the forward-backward. Every one is at a random place in arrays larger than
+/// emission rows of its attributes in `w`, its token rows, then the positions of its entries
+/// among its attributes and its marginals `mu`, which the oracle reads after the
+/// forward-backward. Every one is at a random place in arrays larger than
 /// the caches (on CoNLL NER, 9.5 MB of weights and 130 MB of marginals), and the loops that read
 /// them would otherwise wait on memory a few lines at a time.
 fn prefetch_step<D: TokenRows>(ctx: &Ctx<'_, '_, D>, w: &[f64], (mu_n, mu_e): (&[f64], &[f64]), i: usize) {
@@ -317,6 +320,13 @@ fn prefetch_step<D: TokenRows>(ctx: &Ctx<'_, '_, D>, w: &[f64], (mu_n, mu_e): (&
     }
     for row in ctx.problem.sequence(i) {
         ctx.problem.x().prefetch_row(row);
+    }
+    let local = ctx.index.local(i);
+    for line in local.chunks(16) {
+        prefetch(line.as_ptr());
+    }
+    if let Some(last) = local.last() {
+        prefetch(last);
     }
     for m in [mu_n, mu_e] {
         for line in m.chunks(8) {
@@ -375,19 +385,14 @@ fn oracle_scored<D: TokenRows>(
     let wt = trans.scores();
     let v_rest = &mut s.v_rest;
     v_rest.fill(0.0);
-    // One pass per position: <mu, theta> and <mu, W> for the gap, delta in place, <delta, theta>
-    // and <delta, W> for <w, v>, the dense part of v (scaled by -1/(lambda n) at the end).
-    let (mut lin, mut dot) = (Sum::default(), Sum::default());
+    // One pass per position: <mu, theta> and <mu, W> for the gap, <nu, theta> and <nu, W> for
+    // H~(nu), delta in place, <delta, theta> and <delta, W> for <w, v>, the dense part of v
+    // (scaled by -1/(lambda n) at the end).
+    let (mut lin, mut lin_nu, mut dot) = (Sum::default(), Sum::default(), Sum::default());
     for t in 0..t_len {
-        let (mut local, mut local_dot) = (0.0, 0.0);
         let (th, mn) = (&theta[t * k..(t + 1) * k], &mu_n[t * k..(t + 1) * k]);
         let d = &mut dn[t * k..(t + 1) * k];
-        for kk in 0..k {
-            local += mn[kk] * th[kk];
-            d[kk] -= mn[kk];
-            local_dot += d[kk] * th[kk];
-            v_rest[kk] += d[kk];
-        }
+        let [mut local, mut local_nu, mut local_dot] = clique_terms(mn, th, d, &mut v_rest[..k]);
         if t == 0 {
             v_rest[k..2 * k].iter_mut().zip(d.iter()).for_each(|(v, x)| *v += x);
         }
@@ -397,17 +402,16 @@ fn oracle_scored<D: TokenRows>(
         if t + 1 < t_len {
             let me = &mu_e[t * k * k..(t + 1) * k * k];
             let d = &mut de[t * k * k..(t + 1) * k * k];
-            let vt = &mut v_rest[3 * k..];
-            for j in 0..k * k {
-                local += me[j] * wt[j];
-                d[j] -= me[j];
-                local_dot += d[j] * wt[j];
-                vt[j] += d[j];
-            }
+            let [e_mu, e_nu, e_delta] = clique_terms(me, wt, d, &mut v_rest[3 * k..]);
+            local += e_mu;
+            local_nu += e_nu;
+            local_dot += e_delta;
         }
         lin.add(local);
+        lin_nu.add(local_nu);
         dot.add(local_dot);
     }
+    s.h_one = log_z - lin_nu.get();
     let gap = log_z - lin.get() - h_old;
     s.gap = if gap > 0.0 { gap } else { 0.0 };
     let c = -1.0 / ctx.lam_n;
@@ -424,15 +428,64 @@ fn oracle_scored<D: TokenRows>(
             }
         });
     }
-    let mut vv = 0.0;
-    for x in v_em.iter_mut().chain(v_rest.iter_mut()) {
-        *x *= c;
-        vv += *x * *x;
-    }
     s.wv = c * dot.get();
-    s.vv = vv;
+    s.vv = scale_sq_norm(v_em, c) + scale_sq_norm(v_rest, c);
     s.h_old = h_old;
     s.memo.clear();
+}
+
+/// Lanes of the sums over a clique's cells: independent accumulators, so the loops vectorise
+/// and do not wait on one chain of additions.
+const LANES: usize = 4;
+
+/// One clique block of a step (a node's `K` cells or an edge's `K^2`): turns the oracle's
+/// marginals `nu` in `d` into `delta = nu - mu` in place, adds `delta` to the direction's
+/// block `v`, and returns `[<mu, s>, <nu, s>, <delta, s>]` for the scores `s`, each summed in
+/// [`LANES`] lanes added as `(l0 + l1) + (l2 + l3)`.
+#[inline(always)]
+fn clique_terms(mu: &[f64], s: &[f64], d: &mut [f64], v: &mut [f64]) -> [f64; 3] {
+    let n = mu.len();
+    debug_assert!(s.len() == n && d.len() == n && v.len() == n);
+    let mut acc = [[0.0; LANES]; 3];
+    let cell = |acc: &mut [[f64; LANES]; 3], l: usize, m: f64, sc: f64, d: &mut f64, v: &mut f64| {
+        acc[0][l] += m * sc;
+        acc[1][l] += *d * sc;
+        *d -= m;
+        acc[2][l] += *d * sc;
+        *v += *d;
+    };
+    let body = n - n % LANES;
+    for (((m, sc), d), v) in mu[..body]
+        .chunks_exact(LANES)
+        .zip(s[..body].chunks_exact(LANES))
+        .zip(d[..body].chunks_exact_mut(LANES))
+        .zip(v[..body].chunks_exact_mut(LANES))
+    {
+        for l in 0..LANES {
+            cell(&mut acc, l, m[l], sc[l], &mut d[l], &mut v[l]);
+        }
+    }
+    for (l, j) in (body..n).enumerate() {
+        cell(&mut acc, l, mu[j], s[j], &mut d[j], &mut v[j]);
+    }
+    acc.map(|a| (a[0] + a[1]) + (a[2] + a[3]))
+}
+
+/// Scales `x` by `c` in place and returns `||c x||^2`, summed in [`LANES`] lanes.
+fn scale_sq_norm(x: &mut [f64], c: f64) -> f64 {
+    let mut acc = [0.0; LANES];
+    let mut chunks = x.chunks_exact_mut(LANES);
+    for ch in &mut chunks {
+        for l in 0..LANES {
+            ch[l] *= c;
+            acc[l] += ch[l] * ch[l];
+        }
+    }
+    for (l, xj) in chunks.into_remainder().iter_mut().enumerate() {
+        *xj *= c;
+        acc[l] += *xj * *xj;
+    }
+    (acc[0] + acc[1]) + (acc[2] + acc[3])
 }
 
 /// `<w, v>` for a direction on the attributes `act`.
@@ -462,7 +515,7 @@ fn move_marginals((mu_n, mu_e): (&mut [f64], &mut [f64]), s: &Slot, gamma: f64) 
 }
 
 /// The line search of an oracle at the weights it saw (parallel pre-search): fills the memo.
-fn pre_search<D: TokenRows>(ctx: &Ctx<'_, '_, D>, mu: (&[f64], &[f64]), start: f64, s: &mut Slot) -> u32 {
+fn pre_search<D: TokenRows>(ctx: &Ctx<'_, '_, D>, mu: (&[f64], &[f64]), s: &mut Slot) -> u32 {
     if s.gap <= 0.0 {
         return 0;
     }
@@ -471,6 +524,7 @@ fn pre_search<D: TokenRows>(ctx: &Ctx<'_, '_, D>, mu: (&[f64], &[f64]), start: f
     let (nn, ne) = (t_len * k, (t_len - 1) * k * k);
     let line = BlockLine { t_len, k, mu, delta: (&s.dn[..nn], &s.de[..ne]) };
     let sc = Scalars { lin: ctx.lam_n * s.wv, quad: ctx.lam_n * s.vv, stale: 0.0 };
+    let start = sc.start(s.h_old, s.h_one);
     search(|g| line.eval(g), &sc, &mut s.memo, s.h_old, ctx.line_tol, start, u32::MAX).evals
 }
 
@@ -591,8 +645,6 @@ struct Books {
     /// `H~(mu_i)` and its sum.
     entropy: Vec<f64>,
     entropy_sum: f64,
-    /// The last step size of each sequence: where its next line search starts.
-    last_gamma: Vec<f64>,
     /// `||w||^2`, maintained as `||w + g v||^2 = ||w||^2 + 2 g <w,v> + g^2 ||v||^2`.
     wn2: f64,
     sampler: GapSampler,
@@ -630,7 +682,8 @@ fn apply_step<D: TokenRows>(
     let step = {
         let line = BlockLine { t_len, k, mu, delta: (&s.dn[..nn], &s.de[..ne]) };
         let budget = if fresh { u32::MAX } else { 0 };
-        search(|g| line.eval(g), &sc, &mut s.memo, s.h_old, ctx.line_tol, books.last_gamma[i], budget)
+        let start = sc.start(s.h_old, s.h_one);
+        search(|g| line.eval(g), &sc, &mut s.memo, s.h_old, ctx.line_tol, start, budget)
     };
     let evals = known as u64 + u64::from(step.evals);
     if evals > 0 {
@@ -660,7 +713,6 @@ fn move_weights<D: TokenRows>(
     let act = ctx.index.active(i);
     let v_em = &s.v_em[..act.len() * k];
     let gamma = r.gamma;
-    books.last_gamma[i] = gamma;
     for (q, &a) in act.iter().enumerate() {
         let a = a as usize;
         for (wj, vj) in w[a * k..(a + 1) * k].iter_mut().zip(&v_em[q * k..(q + 1) * k]) {
@@ -681,9 +733,8 @@ struct Task<'s, 'm> {
     slot: &'s mut Slot,
     mu: (&'m [f64], &'m [f64]),
     old: Option<(&'m mut [f64], &'m mut [f64], f64)>,
-    /// `H~(mu_i)` and the sequence's last step size (where the pre-search starts).
+    /// `H~(mu_i)`.
     h_old: f64,
-    from: f64,
 }
 
 /// A task's stage: scored (its `theta` computed), done (oracle and pre-search made).
@@ -732,12 +783,12 @@ impl Board<'_, '_> {
         }
         {
             let mut task = self.tasks[q].lock().unwrap_or_else(PoisonError::into_inner);
-            let Task { slot, mu, old, h_old, from } = &mut *task;
+            let Task { slot, mu, old, h_old } = &mut *task;
             if let Some((node, edge, gamma)) = old.take() {
                 move_marginals((node, edge), slot, gamma);
             }
             oracle_scored(ctx, trans, *mu, *h_old, slot);
-            pre_search(ctx, *mu, *from, slot);
+            pre_search(ctx, *mu, slot);
         }
         self.stage[q].store(DONE, Ordering::Release);
         true
@@ -815,7 +866,6 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
             books: Books {
                 entropy,
                 entropy_sum,
-                last_gamma: vec![0.5; n],
                 wn2: 0.0,
                 sampler: GapSampler::new(
                     if cfg.sampling == CrfSampling::Gap { cfg.non_uniform } else { 0.0 },
@@ -960,13 +1010,7 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
                 None => None,
             };
             slot.i = i;
-            tasks.push(Mutex::new(Task {
-                slot,
-                mu,
-                old,
-                h_old: books.entropy[i],
-                from: books.last_gamma[i],
-            }));
+            tasks.push(Mutex::new(Task { slot, mu, old, h_old: books.entropy[i] }));
         }
         let board = Board {
             tasks,
