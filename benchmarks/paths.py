@@ -22,9 +22,10 @@ the machine is shared, so wall time is noisy) and wall seconds:
   ``LogisticRegression(penalty="l1", C = 1 / (l1 n))`` fits over the same grid.
 * ``screening``: the ``lasso`` path with Gap Safe screening on and off, run by the core's
   example ``lasso_path`` (``cargo run --release -p sdca-core --example lasso_path``) on the same
-  data, since the plugin's path output has no work counts: CPU seconds (medians of
-  ``--repeat`` runs), the stored matrix entries the fits visited (``Path::nnz_visited``), the
-  features screened summed over the values (``Path::screened``) and the worst relative gap.
+  data, so that the CPU seconds are the solver's alone (medians of ``--repeat`` runs): the
+  stored matrix entries the fits visited (``Path::nnz_visited``, a path model's
+  ``nnz_visited``), the features screened summed over the values (``Path::screened``) and the
+  worst relative gap.
 * ``cv``: 5-fold cross-validation over 20 ``C`` values (``logspace(-4, 4, 20)``) on 2,000 groups
   of 60 rows x 5 features: one ``fit_groups(kind="cv")`` against a loop of scikit-learn
   ``LogisticRegressionCV(Cs=20, cv=5)`` over the groups.
