@@ -8,7 +8,7 @@
 
 use polars::prelude::*;
 use sdca_core::cv::{self, CvConfig, CvResult};
-use sdca_core::solver::{fit_path, Path, Penalty};
+use sdca_core::solver::{fit_path, Path, PathConfig};
 use sdca_core::FitResult;
 
 use crate::convert::Features;
@@ -23,9 +23,27 @@ fn list(dt: DataType) -> DataType {
     DataType::List(Box::new(dt))
 }
 
-/// The dtype of a path: a list of model structs.
+/// The dtype of a path: a list of model structs, `fit`'s fields and the two of
+/// [`SCREENING_FIELDS`].
 pub fn path_dtype(label: &DataType, multiclass: bool) -> DataType {
-    list(DataType::Struct(model_fields(label, multiclass)))
+    let mut fields = model_fields(label, multiclass);
+    fields.extend(SCREENING_FIELDS.map(|name| Field::new(name.into(), DataType::UInt64)));
+    list(DataType::Struct(fields))
+}
+
+/// The fields a path's models have beyond `fit`'s (`Path::screened`, `Path::nnz_visited`): the
+/// features Gap Safe screening left out of the value's passes, and the stored matrix entries
+/// those passes visited, so that a user sees what screening saved; null in a failed group's
+/// model.
+const SCREENING_FIELDS: [&str; 2] = ["screened", "nnz_visited"];
+
+/// `model` (one `fit` struct) with the [`SCREENING_FIELDS`] appended.
+fn with_screening(model: Series, screened: Option<u64>, visited: Option<u64>) -> PolarsResult<Series> {
+    let mut cols = model.struct_()?.fields_as_series();
+    let [s, v] = SCREENING_FIELDS;
+    cols.push(Series::new(s.into(), [screened]));
+    cols.push(Series::new(v.into(), [visited]));
+    Ok(StructChunked::from_series(model.name().clone(), 1, cols.iter())?.into_series())
 }
 
 /// The fields of a cross-validation's struct.
@@ -87,20 +105,28 @@ fn on_problem<T>(
     }
 }
 
-fn meta_at<'a>(meta: &ModelMeta<'a>, penalty: Penalty, value: f64) -> ModelMeta<'a> {
-    let (l1, l2) = match penalty {
-        Penalty::L1 => (value, meta.l2),
-        Penalty::L2 => (meta.l1, value),
-    };
-    ModelMeta { label_dtype: meta.label_dtype, loss: meta.loss, multiclass: meta.multiclass, l1, l2 }
+/// The model's metadata at grid value `value`: its `l1` and `l2` as the path sets them (the
+/// varying one, and `l2` tied to `l1` by an `l1_ratio`).
+fn meta_at<'a>(meta: &ModelMeta<'a>, config: &PathConfig, value: f64) -> PolarsResult<ModelMeta<'a>> {
+    let cfg = config.config(Some(value)).map_err(param)?;
+    let (l1, l2) = (cfg.l1, cfg.l2);
+    Ok(ModelMeta { label_dtype: meta.label_dtype, loss: meta.loss, multiclass: meta.multiclass, l1, l2 })
 }
 
 /// The models of a path as one row of a list of structs.
-fn models(name: &str, meta: &ModelMeta<'_>, fitted: &Path, g: &Group) -> PolarsResult<Series> {
+fn models(
+    name: &str,
+    meta: &ModelMeta<'_>,
+    config: &PathConfig,
+    fitted: &Path,
+    g: &Group,
+) -> PolarsResult<Series> {
     let n = g.labels.y.len();
     let mut rows: Option<Series> = None;
-    for (v, fit) in fitted.values.iter().zip(&fitted.fits) {
-        let row = model_row(name, &meta_at(meta, fitted.penalty, *v), fit, g, n)?;
+    let stats = fitted.screened.iter().zip(&fitted.nnz_visited);
+    for ((v, fit), (&screened, &visited)) in fitted.values.iter().zip(&fitted.fits).zip(stats) {
+        let row = model_row(name, &meta_at(meta, config, *v)?, fit, g, n)?;
+        let row = with_screening(row, Some(screened as u64), Some(visited))?;
         match &mut rows {
             Some(all) => {
                 all.append(&row)?;
@@ -130,11 +156,12 @@ pub fn path(inputs: &[Series], kw: &PathKwargs) -> PolarsResult<Series> {
     let meta = fit::meta(label, &fit_kw);
     let result = fit::prepare(inputs, &fit_kw, &cfg).and_then(|g| {
         let fitted = on_problem(&g, &cfg, |p| fit_path(p, &config), |p| fit_path(p, &config))?;
-        models(label.name(), &meta, &fitted, &g)
+        models(label.name(), &meta, &config, &fitted, &g)
     });
     match result {
         Err(e) if kw.on_error == "null" && !interrupt::is_interrupt(&e) => {
             let null = output::null_model(label.name(), &meta, &fit::status_of(&e))?;
+            let null = with_screening(null, None, None)?;
             Ok(null.implode()?.into_series().with_name(label.name().clone()))
         }
         other => other,
@@ -198,13 +225,8 @@ pub fn cross_validate(inputs: &[Series], kw: &PathKwargs) -> PolarsResult<Series
             None => work()?,
         };
         let chosen = result.values[result.chosen];
-        let model = model_row(
-            label.name(),
-            &meta_at(&meta, result.penalty, chosen),
-            &result.model,
-            &g,
-            g.labels.y.len(),
-        )?;
+        let model =
+            model_row(label.name(), &meta_at(&meta, &config, chosen)?, &result.model, &g, g.labels.y.len())?;
         cv_row(label.name(), model, Some(&result))
     });
     match result {

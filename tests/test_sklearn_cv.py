@@ -143,3 +143,20 @@ def test_bad_grids_and_folds_are_refused() -> None:
         SDCAClassifierCV(cv=[(np.arange(50, 100), np.arange(50))]).fit(X, y)
     with pytest.raises(ValueError, match="1 sample"):
         SDCARegressorCV().fit(X[:1], [1.0])
+
+
+def test_l1_ratio_ties_l2_to_l1_like_elastic_net_cv() -> None:
+    from sklearn.linear_model import ElasticNet
+
+    rng = np.random.default_rng(3)
+    X = rng.normal(size=(120, 6))
+    y = X @ np.array([1.5, 0.0, -2.0, 0.0, 0.0, 0.5]) + 0.2 * rng.normal(size=120)
+    rho = 0.5
+    reg = SDCARegressorCV(l1s=12, l1_ratio=rho, cv=3, tol=1e-10, fit_intercept=False).fit(X, y)
+    assert reg.l2_ == pytest.approx(reg.l1_ * (1 - rho) / rho, rel=1e-15)
+    # The refit model is scikit-learn's ElasticNet at alpha = l1 / rho.
+    ref = ElasticNet(alpha=reg.l1_ / rho, l1_ratio=rho, fit_intercept=False, tol=1e-12, max_iter=100_000)
+    ref.fit(X, y)
+    assert np.allclose(reg.coef_, ref.coef_, atol=1e-6)
+    with pytest.raises(ValueError, match="l1_ratio"):
+        SDCARegressorCV(l1s=None, Cs=3, l1_ratio=rho).fit(X, y)

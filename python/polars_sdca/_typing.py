@@ -94,6 +94,7 @@ class PathOptions(_SharedFitOptions, total=False):
     l1_min_ratio: float
     n_l2: int | None
     l2_min_ratio: float
+    l1_ratio: float | None
     screening: bool
 
 

@@ -442,6 +442,9 @@ def _grid(options: dict[str, Any]) -> dict[str, Any]:
     """Takes a path's grid out of its options: ``l1`` / ``l2`` given as sequences of numbers
     (numpy arrays included), and the schema's grid options (:data:`_PATH_OPTIONS`)."""
     grid = _options({k: options.pop(k) for k in list(options) if k in _PATH_OPTIONS}, _PATH_OPTIONS)
+    if grid.get("l1_ratio") is not None and "l2" in options:
+        msg = "l1_ratio ties l2 to l1 (l2 = l1 (1 - l1_ratio) / l1_ratio); drop l2 or l1_ratio"
+        raise ValueError(msg)
     for name in ("l1", "l2"):
         value = options.get(name)
         is_list = isinstance(value, Iterable) and not isinstance(value, (str, bytes))
@@ -521,6 +524,11 @@ def fit_path(label: IntoExpr, features: IntoFeatures, **options: Unpack[PathOpti
             ``1e4 / n`` (scikit-learn's ``C = 1e-4``) down.
         l2_min_ratio : float
             The smallest computed ``l2`` over the largest (default 1e-8: ``C`` up to 1e4).
+        l1_ratio : float, optional
+            scikit-learn's ``ElasticNet`` mixing, in ``(0, 1]``: the ``l1`` path ties
+            ``l2 = l1 (1 - l1_ratio) / l1_ratio`` (scikit-learn's ``alpha = l1 / l1_ratio``;
+            ``1``: the Lasso), instead of a fixed ``l2``; the grid's top is then the exact
+            fixed point ``l1 = l1_max(l2(l1))``. Not with ``l2``.
         screening : bool
             Sequential Gap Safe screening (default True; Fercoq, Gramfort and Salmon, ICML
             2015; Ndiaye et al., JMLR 2017): for ``l1 > 0`` with the squared, logistic, smooth
@@ -531,8 +539,12 @@ def fit_path(label: IntoExpr, features: IntoFeatures, **options: Unpack[PathOpti
     Returns
     -------
     Expr
-        A ``List`` of model structs (the fields of :func:`fit`), one per value, decreasing;
-        each model's ``l1`` / ``l2`` is its value. Pick one with ``.list.get(i)`` (or
+        A ``List`` of model structs, one per value, decreasing: the fields of :func:`fit`
+        (each model's ``l1`` / ``l2`` is its value), plus ``screened`` (UInt64, the features
+        Gap Safe screening left out of that value's passes; all of them for the closed-form
+        zero model) and ``nnz_visited`` (UInt64, the stored matrix entries its passes read,
+        the screening test's and the full certificate's passes included); both null in a
+        failed group's model. Pick one with ``.list.get(i)`` (or
         ``.list.last()``) and pass it to :func:`predict`.
 
     Raises

@@ -766,6 +766,7 @@ class _CrossValidated:
     Cs: int | Sequence[float] | None
     l1s: int | Sequence[float] | None
     l1_min_ratio: float
+    l1_ratio: float | None
     cv: Any
     scoring: Scoring
     select: CvSelect
@@ -812,6 +813,11 @@ class _CrossValidated:
                 grid["l1_min_ratio"] = self.l1_min_ratio
             else:
                 grid["l1"] = l1s
+        if self.l1_ratio is not None:
+            if self.Cs is not None:
+                msg = "l1_ratio ties l2 to l1 along an l1 path: use it with an l1s grid, not Cs"
+                raise ValueError(msg)
+            grid["l1_ratio"] = self.l1_ratio
         return grid
 
     @staticmethod
@@ -871,6 +877,8 @@ class _CrossValidated:
         """One ``fit_cv`` per label column in one query; keeps their results in ``cv_results_``
         and returns the refit models."""
         options = {**options, **self._grid(weights[1]), "scoring": self.scoring, "select": self.select}
+        if self.l1_ratio is not None:
+            options.pop("l2", None)  # tied to l1 along the path
         if isinstance(features, str) and frame[features].dtype == pl.List:
             options["n_features"] = self.n_features_in_
         folds, fold_column = self._folds(labels, frame.height)
@@ -925,6 +933,9 @@ class SDCAClassifierCV(_CrossValidated, SDCAClassifier):
         (the smallest ``l1`` whose model is zero) down to ``l1_max * l1_min_ratio``.
     l1_min_ratio : float, default=1e-3
         The smallest computed ``l1`` over ``l1_max`` (``l1s`` an int).
+    l1_ratio : float, optional
+        The elastic-net mixing of scikit-learn (in ``(0, 1]``): along the ``l1s`` path ``l2 =
+        l1 (1 - l1_ratio) / l1_ratio`` instead of the fixed ``l2``; not with ``Cs``.
     cv : int, cross-validation splitter or iterable, default=5
         Number of folds (drawn from ``random_state``, stratified by class), or a splitter /
         iterable of ``(train, test)`` whose test sets hold each row once.
@@ -993,6 +1004,7 @@ feature_names_in_
         Cs: int | Sequence[float] | None = 10,
         l1s: int | Sequence[float] | None = None,
         l1_min_ratio: float = 1e-3,
+        l1_ratio: float | None = None,
         cv: Any = 5,
         scoring: Scoring = "auto",
         select: CvSelect = "best",
@@ -1016,6 +1028,7 @@ feature_names_in_
         self.Cs = Cs
         self.l1s = l1s
         self.l1_min_ratio = l1_min_ratio
+        self.l1_ratio = l1_ratio
         self.cv = cv
         self.scoring = scoring
         self.select = select
@@ -1090,6 +1103,10 @@ class SDCARegressorCV(_CrossValidated, SDCARegressor):
     Cs : int or sequence of float, optional
         A ridge-type grid instead (``l2 = 1 / (C sum_i s_i)``, ``Ridge(alpha=1/C)`` with
         ``loss="squared"``); set ``l1s=None``.
+    l1_ratio : float, optional
+        ``ElasticNetCV``'s ``l1_ratio`` (one value, in ``(0, 1]``): along the ``l1s`` path
+        ``l2 = l1 (1 - l1_ratio) / l1_ratio`` instead of the fixed ``l2`` (``alpha = l1 /
+        l1_ratio``); the grid starts at that tied problem's exact ``l1_max``.
     l1_min_ratio, cv, scoring, select
         As for :class:`SDCAClassifierCV` (auto scoring: squared error).
     loss, l2, l1, smoothing, epsilon, quantile, solver, sampling, tol, max_epochs, \
@@ -1145,6 +1162,7 @@ check_every, fit_intercept, intercept_scaling, max_seconds, random_state
         l1s: int | Sequence[float] | None = 100,
         Cs: int | Sequence[float] | None = None,
         l1_min_ratio: float = 1e-3,
+        l1_ratio: float | None = None,
         cv: Any = 5,
         scoring: Scoring = "auto",
         select: CvSelect = "best",
@@ -1167,6 +1185,7 @@ check_every, fit_intercept, intercept_scaling, max_seconds, random_state
         self.l1s = l1s
         self.Cs = Cs
         self.l1_min_ratio = l1_min_ratio
+        self.l1_ratio = l1_ratio
         self.cv = cv
         self.scoring = scoring
         self.select = select

@@ -225,6 +225,13 @@ pub const PATH_OPTIONS: &[Spec] = &[
         "l2 paths (l2 not a list)",
     ),
     spec(
+        "l1_ratio",
+        Float,
+        Null,
+        "scikit-learn's ElasticNet mixing, in (0, 1]: the l1 path ties l2 = l1 (1 - l1_ratio) / l1_ratio (alpha = l1 / l1_ratio)",
+        "l1 paths (l2 not a list)",
+    ),
+    spec(
         "screening",
         Bool,
         Value::Bool(true),

@@ -24,6 +24,7 @@
 pub mod accelerated;
 mod cd;
 mod cocoa;
+mod damped_newton;
 mod driver;
 pub mod lasso;
 mod multiclass;
@@ -246,6 +247,16 @@ pub fn memory_estimate(n: usize, d: usize, k: usize) -> u64 {
 pub(crate) mod testing {
     //! Small deterministic problems and an independent Lasso solver for the solver tests.
 
+    use rand::seq::SliceRandom;
+    use rand::SeedableRng;
+    use rand_xoshiro::Xoshiro256PlusPlus;
+
+    use super::sdca::State;
+    use super::Coordinate;
+    use crate::data::Rows;
+    use crate::loss::BlockLoss;
+    use crate::reg::L2;
+
     /// [`toy`]'s regression problem with its targets cut into three classes (`< 0`, `< 1`,
     /// the rest) for the multiclass losses.
     pub fn toy_three_classes(n: usize, d: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
@@ -265,6 +276,50 @@ pub(crate) mod testing {
         (x, y)
     }
 
+    /// [`toy`]'s regression problem with its targets cut into `k` bands of width `4 / k` from
+    /// `-1.5`, the classes `0..k`.
+    pub fn toy_classes(n: usize, d: usize, k: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
+        let (x, t) = toy(n, d, false, seed);
+        let y =
+            t.iter().map(|v| (((v + 1.5) * k as f64 / 4.0).max(0.0) as usize).min(k - 1) as f64).collect();
+        (x, y)
+    }
+
+    /// Sample weights with every seventh row zero, the others in `[0.5, 2)`.
+    pub fn weights_with_zeros(n: usize) -> Vec<f64> {
+        (0..n).map(|i| if i % 7 == 3 { 0.0 } else { 0.5 + (i % 5) as f64 * 0.3 }).collect()
+    }
+
+    /// Runs `passes` shrinking passes of `st` over its `n` rows as the epoch driver does (a
+    /// fresh permutation of the rows the last pass kept, from a fixed seed; the pass; [`Coordinate::settled`]; a
+    /// fresh `w`); after each, calls `dropped(st, before, i)` for every row `i` the pass left
+    /// out (`before`: the duals before the pass) and checks that the order still holds every
+    /// row. Returns how many rows the last pass kept.
+    pub fn shrinking_passes<D: Rows, L: BlockLoss>(
+        st: &mut State<'_, '_, D, L, L2>,
+        n: usize,
+        passes: usize,
+        mut dropped: impl FnMut(&State<'_, '_, D, L, L2>, &[f64], usize),
+    ) -> usize {
+        let mut order: Vec<u32> = (0..n as u32).collect();
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
+        let mut kept = n;
+        for _ in 0..passes {
+            order[..kept].shuffle(&mut rng);
+            let before = st.alpha.clone();
+            kept = st.pass(&mut order[..kept]);
+            Coordinate::settled(st);
+            st.refresh_w();
+            for &i in &order[kept..] {
+                dropped(st, &before, i as usize);
+            }
+            let mut sorted = order.clone();
+            sorted.sort_unstable();
+            assert!(sorted.iter().enumerate().all(|(j, &i)| i as usize == j), "order lost a row");
+        }
+        kept
+    }
+
     /// The non-zeros of the row-major `n x d` matrix `x` as CSR (`indptr`, `indices`, `values`).
     pub fn csr_of(x: &[f64], n: usize, d: usize) -> (Vec<i64>, Vec<u32>, Vec<f64>) {
         let (mut indptr, mut indices, mut values) = (vec![0i64], Vec::new(), Vec::new());
@@ -278,16 +333,21 @@ pub(crate) mod testing {
         (indptr, indices, values)
     }
 
-    /// `n x d` row-major features in `[-1, 1]` and labels from a sparse truth
-    /// (`1, -0.5, 0, 1, ...`) plus noise and an offset of 0.5; classes are the sign.
-    pub fn toy(n: usize, d: usize, classification: bool, seed: u64) -> (Vec<f64>, Vec<f64>) {
+    /// A deterministic stream of numbers in `[-1, 1)` (xorshift), the same for a given `seed`.
+    pub fn uniform(seed: u64) -> impl FnMut() -> f64 {
         let mut state = 0x2545F4914F6CDD1Du64 ^ seed.wrapping_mul(0x9E3779B97F4A7C15);
-        let mut next = || {
+        move || {
             state ^= state << 13;
             state ^= state >> 7;
             state ^= state << 17;
             (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        };
+        }
+    }
+
+    /// `n x d` row-major features in `[-1, 1]` and labels from a sparse truth
+    /// (`1, -0.5, 0, 1, ...`) plus noise and an offset of 0.5; classes are the sign.
+    pub fn toy(n: usize, d: usize, classification: bool, seed: u64) -> (Vec<f64>, Vec<f64>) {
+        let mut next = uniform(seed);
         let x: Vec<f64> = (0..n * d).map(|_| next()).collect();
         let truth = |j: usize| [1.0, -0.5, 0.0][j % 3];
         let y = (0..n)

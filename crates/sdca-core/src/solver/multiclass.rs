@@ -45,25 +45,13 @@ pub(crate) fn drops(slack: Option<f64>) -> bool {
 
 #[cfg(test)]
 mod tests {
-    use rand::seq::SliceRandom;
-    use rand::SeedableRng;
-    use rand_xoshiro::Xoshiro256PlusPlus;
-
     use crate::config::FitParams;
     use crate::data::DenseView;
     use crate::loss::{BlockLoss, MulticlassHinge};
     use crate::reg::L2;
     use crate::solver::sdca::{Objective, State};
-    use crate::solver::testing::toy;
-    use crate::solver::{fit, row_outputs, Coordinate, FitResult, Problem, Status};
-
-    /// `n x d` features and `k` classes: the toy regression target cut into `k` bands.
-    fn classes(n: usize, d: usize, k: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
-        let (x, t) = toy(n, d, false, seed);
-        let y =
-            t.iter().map(|v| (((v + 1.5) * k as f64 / 4.0).max(0.0) as usize).min(k - 1) as f64).collect();
-        (x, y)
-    }
+    use crate::solver::testing::{shrinking_passes, toy_classes};
+    use crate::solver::{fit, row_outputs, FitResult, Problem, Status};
 
     /// `P` at the returned model and `D` at the returned duals through their own model
     /// `W(alpha) = sum_i s_i x_i alpha_i^T / (l2 n)` (intercept feature 1), recomputed from
@@ -99,7 +87,7 @@ mod tests {
         let (n, d) = (400, 5);
         let s: Vec<f64> = (0..n).map(|i| [0.0, 0.5, 1.0, 2.0][(i * 7 + i / 3) % 4]).collect();
         for (k, l2, tol) in [(3, 1e-2, 1e-7), (7, 1e-3, 1e-6)] {
-            let (x, y) = classes(n, d, k, 9);
+            let (x, y) = toy_classes(n, d, k, 9);
             let view = DenseView::new(&x, n, d).unwrap();
             let base = FitParams {
                 loss: "multiclass_hinge".into(),
@@ -143,7 +131,7 @@ mod tests {
     #[test]
     fn dropped_blocks_are_settled() {
         let (n, d, k, l2) = (300, 4, 5, 1e-2);
-        let (x, y) = classes(n, d, k, 5);
+        let (x, y) = toy_classes(n, d, k, 5);
         let view = DenseView::new(&x, n, d).unwrap();
         let loss = MulticlassHinge { k, smoothing: 0.0 };
         let p =
@@ -152,27 +140,13 @@ mod tests {
         let objective = Objective { l2, l1: 0.0, bias: 0.0 };
         let mut st =
             State::new(&p, loss, L2, objective, &row_sq, vec![0.0; n * k]).unwrap().shrinking_blocks();
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-        let mut kept = n;
-        for _ in 0..30 {
-            order[..kept].shuffle(&mut rng);
-            let before = st.alpha.clone();
-            kept = st.pass(&mut order[..kept]);
-            Coordinate::settled(&mut st);
-            st.refresh_w();
-            for &i in &order[kept..] {
-                let i = i as usize;
-                let block = &st.alpha[i * k..(i + 1) * k];
-                assert_eq!(block, &before[i * k..(i + 1) * k], "row {i} moved after it was dropped");
-                let yi = y[i] as usize;
-                let off = (0..k).filter(|&m| if m == yi { block[m] < 1.0 - 1e-12 } else { block[m] < 0.0 });
-                assert_eq!(off.count(), 1, "row {i} dropped off a vertex: {block:?}");
-            }
-            let mut sorted = order.clone();
-            sorted.sort_unstable();
-            assert!(sorted.iter().enumerate().all(|(j, &i)| i as usize == j), "order lost a row");
-        }
+        let kept = shrinking_passes(&mut st, n, 30, |st, before, i| {
+            let block = &st.alpha[i * k..(i + 1) * k];
+            assert_eq!(block, &before[i * k..(i + 1) * k], "row {i} moved after it was dropped");
+            let yi = y[i] as usize;
+            let off = (0..k).filter(|&m| if m == yi { block[m] < 1.0 - 1e-12 } else { block[m] < 0.0 });
+            assert_eq!(off.count(), 1, "row {i} dropped off a vertex: {block:?}");
+        });
         assert!(kept < n / 2, "only {} of {n} rows dropped", n - kept);
     }
 }

@@ -30,7 +30,8 @@
 //! below and the curvatures `D` ([`crate::loss::Loss::curvature`]: a generalized Hessian for the
 //! piecewise-quadratic hinge losses, whose damped Newton method is still globally convergent and
 //! locally superlinear); then builds the Hessian `H = (1/n) X~^T S D X~ + l2 I` from the stored
-//! curvatures, solves `H p = -g` by Cholesky and backtracks (Armijo, halving) from the full step.
+//! curvatures, solves `H p = -g` by Cholesky and backtracks (Armijo, halving) from the full step
+//! (the loop that Newton-CG shares, [`super::damped_newton`]; this module is its [`Oracle`]).
 //! A trial point is evaluated by the same full pass, so an accepted trial already holds the next
 //! iteration's gradient: every pass counts as an epoch, and most iterations take one. The
 //! Hessian is built only where a step is taken (not at rejected trials, nor at the last
@@ -55,45 +56,13 @@
 //! small gaps. The solver's `alpha` rows' gaps are these `FY_i`; the regularizer's term makes up
 //! the rest of the certificate, as for Pdprox.
 
-use super::{Certificate, Clock, Context, Outcome, Problem, Status};
+use super::damped_newton::{self, Oracle, Point};
+use super::{Clock, Context, Outcome, Problem, Status};
 use crate::config::{FitConfig, Sampling, SolverKind, NEWTON_MAX_FEATURES};
 use crate::data::Rows;
 use crate::error::{Result, SdcaError};
 use crate::loss::BlockLoss;
 use crate::math::dot;
-
-/// Sufficient-decrease constant of the Armijo test.
-pub(crate) const ARMIJO: f64 = 1e-4;
-
-/// One point and everything its pass measures.
-struct Point {
-    /// Model, length `d + 1` (last slot: the intercept feature's weight).
-    w: Vec<f64>,
-    /// `alpha_i = dual_of(x~_i . w)` (0 for rows of zero weight).
-    alpha: Vec<f64>,
-    /// `s_i phi''(x~_i . w)`, from which [`Newton::hessian`] builds the Hessian when a step is
-    /// taken from this point (not at rejected trials or at the last iterate).
-    curve: Vec<f64>,
-    /// `P(w)`.
-    primal: f64,
-    /// `P(w) - D(alpha)`, see the module docs.
-    gap: f64,
-    /// `grad P(w)`.
-    grad: Vec<f64>,
-}
-
-impl Point {
-    fn new(dim: usize, n: usize) -> Result<Self> {
-        Ok(Self {
-            w: crate::budget::zeros(dim)?,
-            alpha: crate::budget::zeros(n)?,
-            curve: crate::budget::zeros(n)?,
-            primal: 0.0,
-            gap: 0.0,
-            grad: crate::budget::zeros(dim)?,
-        })
-    }
-}
 
 /// Doubles of `X~` one [`Columns`] block holds at most (256 KiB).
 const BLOCK_VALUES: usize = 1 << 15;
@@ -169,37 +138,34 @@ struct Newton<'p, 'a, D: Rows, L: BlockLoss> {
     bias: f64,
     /// The column kernels' scratch, for dense data ([`Columns::new`]).
     columns: Option<Columns>,
+    /// The Hessian, then its Cholesky factor ([`Newton::hessian`]).
+    h: Vec<f64>,
+}
+
+impl<D: Rows, L: BlockLoss> Oracle for Newton<'_, '_, D, L> {
+    fn point(&self) -> Result<Point> {
+        let n = self.problem.n();
+        Point::new(self.problem.x.n_cols() + 1, n, n)
+    }
+
+    fn evaluate(&mut self, pt: &mut Point) {
+        pt.grad.iter_mut().for_each(|g| *g = 0.0);
+        let (loss_sum, fy_sum) = if self.columns.is_some() { self.by_columns(pt) } else { self.by_rows(pt) };
+        pt.finish(self.problem.n(), self.l2, loss_sum, fy_sum);
+    }
+
+    /// Builds the Hessian from the curvatures of `here` and solves `H p = -g` by Cholesky.
+    fn direction(&mut self, here: &Point, step: &mut [f64], _: &mut Clock) -> Result<Option<Status>> {
+        step.iter_mut().zip(&here.grad).for_each(|(p, g)| *p = -g);
+        self.hessian(&here.curve);
+        if !cholesky_solve(&mut self.h, step.len(), step) {
+            return Err(SdcaError::NonFiniteResult { what: "the Newton step (the Hessian overflowed)" });
+        }
+        Ok(None)
+    }
 }
 
 impl<D: Rows, L: BlockLoss> Newton<'_, '_, D, L> {
-    /// [`Newton::evaluate`] as an epoch of `clock`; whether time is up.
-    fn pass(&mut self, pt: &mut Point, clock: &mut Clock) -> bool {
-        self.evaluate(pt);
-        clock.add_pass(1.0);
-        clock.out_of_time()
-    }
-
-    /// One pass at `pt.w`: fills every other field of `pt`.
-    fn evaluate(&mut self, pt: &mut Point) {
-        let n = self.problem.n();
-        pt.grad.iter_mut().for_each(|g| *g = 0.0);
-        let (loss_sum, fy_sum) = if self.columns.is_some() { self.by_columns(pt) } else { self.by_rows(pt) };
-        let nf = n as f64;
-        let mut sq = 0.0;
-        // `||g||^2 / (2 l2)` summed as squares of `g / sqrt(2 l2)`: at a tiny `l2` the gradient's
-        // squares underflow to 0 while the gap does not (fuzz: l2 = 1e-150, a gap of 7e-182
-        // reported as 0).
-        let root = (2.0 * self.l2).sqrt();
-        let mut grad_term = 0.0;
-        for (g, &wj) in pt.grad.iter_mut().zip(&pt.w) {
-            *g = *g / nf + self.l2 * wj;
-            sq += wj * wj;
-            grad_term += (*g / root).powi(2);
-        }
-        pt.primal = loss_sum / nf + 0.5 * self.l2 * sq;
-        pt.gap = fy_sum.max(0.0) / nf + grad_term;
-    }
-
     /// One row's terms at the score `a` (`s > 0`): fills `alpha_i` and `curve_i`, adds to the
     /// sums of `s_i phi` and of the Fenchel-Young gaps, and returns the slope `-s_i alpha_i`.
     #[inline(always)]
@@ -276,10 +242,11 @@ impl<D: Rows, L: BlockLoss> Newton<'_, '_, D, L> {
     /// `h = grad^2 P(w) = (1/n) X~^T diag(curve) X~ + l2 I` at the point whose pass filled
     /// `curve`: row-major `(d + 1) x (d + 1)`; the upper triangle is what [`cholesky_solve`]
     /// reads.
-    fn hessian(&mut self, curve: &[f64], h: &mut [f64]) {
+    fn hessian(&mut self, curve: &[f64]) {
         let p = self.problem;
         let (x, n, d, bias) = (p.x, p.n(), p.x.n_cols(), self.bias);
         let dim = d + 1;
+        let h = &mut self.h;
         h.iter_mut().for_each(|v| *v = 0.0);
         if let Some(c) = self.columns.as_mut() {
             // Upper triangle, one dot product of block columns per entry.
@@ -395,75 +362,17 @@ pub(crate) fn chosen(cfg: &FitConfig, d: usize) -> Result<bool> {
     }
 }
 
-/// Damped Newton from the model `w` (feature-major, length `d + 1`; zero for a cold start) on
-/// the ridge problem with weight `l2` (module docs), until `judge` accepts the certificate or
-/// `clock` runs out. One [`super::Judge`] check and one `gap_trace` entry per iterate; every pass
-/// (the first, and each line-search trial) is an epoch. Errors when the Hessian cannot be
-/// factorised (it overflowed) or an iterate's objective is not finite.
+/// Damped Newton ([`damped_newton::run`]) from the model `w` (feature-major, length `d + 1`;
+/// zero for a cold start) on the ridge problem with weight `l2` (module docs), each direction
+/// a Cholesky solve of the Hessian. Errors when the Hessian cannot be factorised (it
+/// overflowed) or an iterate's objective is not finite.
 pub(crate) fn run<D: Rows, L: BlockLoss>(ctx: &mut Context<'_, '_, D, L>, w: Vec<f64>) -> Result<Outcome> {
-    let (problem, loss, l2, bias) = (ctx.problem, ctx.loss, ctx.l2, ctx.bias());
-    let (judge, clock) = (&mut ctx.judge, &mut ctx.clock);
-    let (n, dim) = (problem.n(), problem.x.n_cols() + 1);
+    let (problem, bias) = (ctx.problem, ctx.bias());
+    let dim = problem.x.n_cols() + 1;
     let columns = Columns::new(problem.x, bias)?;
-    let mut newton = Newton { problem, loss, l2, bias, columns };
-    let (mut here, mut trial) = (Point::new(dim, n)?, Point::new(dim, n)?);
-    here.w = w;
-    let mut step = vec![0.0; dim];
-    let mut hessian = crate::budget::zeros(dim * dim)?;
-    let mut gap_trace = Vec::new();
-    let mut steps = 0u32;
-    let mut late = newton.pass(&mut here, clock);
-    let (status, certificate) = 'iterate: loop {
-        let c: Certificate = judge.original(&here.w, &here.alpha, here.primal, here.gap);
-        gap_trace.push(c.gap);
-        if !(here.primal.is_finite() && c.gap.is_finite()) {
-            return Err(SdcaError::NonFiniteResult { what: "the Newton iterate's objective" });
-        }
-        if judge.met(&c) {
-            break (Status::Converged, c);
-        }
-        if late {
-            break (Status::MaxSeconds, c);
-        }
-        step.iter_mut().zip(&here.grad).for_each(|(p, g)| *p = -g);
-        newton.hessian(&here.curve, &mut hessian);
-        if !cholesky_solve(&mut hessian, dim, &mut step) {
-            return Err(SdcaError::NonFiniteResult { what: "the Newton step (the Hessian overflowed)" });
-        }
-        let slope: f64 = step.iter().zip(&here.grad).map(|(p, g)| p * g).sum();
-        // `P` is a sum of `n` rounded terms: near the optimum its decrease drowns in that
-        // rounding, and the test would refuse steps that shrink the gap.
-        let rounding = 8.0 * f64::EPSILON * here.primal.abs();
-        let mut t = 1.0;
-        loop {
-            if clock.remaining() == 0 {
-                break 'iterate (Status::MaxEpochs, c);
-            }
-            for ((wt, &w), &p) in trial.w.iter_mut().zip(&here.w).zip(&step) {
-                *wt = w + t * p;
-            }
-            late = newton.pass(&mut trial, clock);
-            if trial.primal <= here.primal + ARMIJO * t * slope + rounding {
-                std::mem::swap(&mut here, &mut trial);
-                steps += 1;
-                break;
-            }
-            if late {
-                break 'iterate (Status::MaxSeconds, c);
-            }
-            t *= 0.5;
-        }
-    };
-    Ok(Outcome {
-        w: here.w,
-        alpha: here.alpha,
-        solved_gap: certificate.gap,
-        certificate,
-        status,
-        gap_trace,
-        solver: "newton",
-        outer_iterations: steps,
-    })
+    let h = crate::budget::zeros(dim * dim)?;
+    let mut newton = Newton { problem, loss: ctx.loss, l2: ctx.l2, bias, columns, h };
+    damped_newton::run(ctx, &mut newton, w)
 }
 
 #[cfg(test)]
@@ -473,7 +382,7 @@ mod tests {
     use crate::data::{CsrView, DenseView, Rows};
     use crate::error::SdcaError;
     use crate::loss::{BlockLoss, Logistic, LossKind, SmoothHinge, Squared, SquaredHinge};
-    use crate::solver::testing::toy;
+    use crate::solver::testing::{toy, weights_with_zeros};
     use crate::solver::{fit, fit_from, FitResult, Problem, Status, Warm};
 
     const LOSSES: [&str; 4] = ["logistic", "squared", "squared_hinge", "smooth_hinge"];
@@ -488,11 +397,6 @@ mod tests {
             max_epochs: 100_000,
             ..Default::default()
         }
-    }
-
-    /// Weights with every seventh row zero, the others in `[0.5, 2)`.
-    fn weights(n: usize) -> Vec<f64> {
-        (0..n).map(|i| if i % 7 == 3 { 0.0 } else { 0.5 + (i % 5) as f64 * 0.3 }).collect()
     }
 
     /// The same rows as CSR, small entries dropped, each row's entries listed in reverse.
@@ -570,7 +474,7 @@ mod tests {
         for loss in LOSSES {
             let classification = loss != "squared";
             let (mut x, y) = toy(n, d, classification, 21);
-            let s = weights(n);
+            let s = weights_with_zeros(n);
             let dense = DenseView::new(&x, n, d).unwrap();
             for intercept in [true, false] {
                 check_against_sdca(&dense, &y, None, loss, intercept);
@@ -606,7 +510,7 @@ mod tests {
             assert!(2 * values.len() < n * d, "{loss}: the CSR view must take the row kernels");
             let dense = DenseView::new(&x, n, d).unwrap();
             let csr = CsrView::new(&indptr, &indices, &values, d).unwrap();
-            let s = weights(n);
+            let s = weights_with_zeros(n);
             let cfg = FitParams { tol: 1e-10, ..params(loss, "newton", 1e-3) }.check().unwrap();
             let by_columns = fit(&Problem::new(&dense, &y, Some(&s), cfg.loss).unwrap(), &cfg).unwrap();
             let by_rows = fit(&Problem::new(&csr, &y, Some(&s), cfg.loss).unwrap(), &cfg).unwrap();
@@ -633,7 +537,7 @@ mod tests {
         let (x, y) = toy(n, d, false, 4);
         let view = DenseView::new(&x, n, d).unwrap();
         let cfg = params("squared", "newton", 1e-3).check().unwrap();
-        let r = fit(&Problem::new(&view, &y, Some(&weights(n)), cfg.loss).unwrap(), &cfg).unwrap();
+        let r = fit(&Problem::new(&view, &y, Some(&weights_with_zeros(n)), cfg.loss).unwrap(), &cfg).unwrap();
         assert_eq!((r.status, r.outer_iterations, r.epochs), (Status::Converged, 1, 2), "{r:?}");
         assert_eq!(r.gap_trace.len(), 2);
     }

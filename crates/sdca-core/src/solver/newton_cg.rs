@@ -40,7 +40,8 @@
 //! below `min(1/2, sqrt(||g||)) ||g||` (a superlinear forcing sequence, Nocedal and Wright,
 //! "Numerical Optimization", 2006, Theorem 7.2; `||g||` or a cap of 0.1 took 30-40% more
 //! passes), or below half the gradient norm at which the certificate meets `tol`; then Armijo
-//! backtracking from the full step, as [`super::newton`] does. Every pass counts as an epoch.
+//! backtracking from the full step, in the loop binary Newton shares ([`super::damped_newton`],
+//! whose [`Oracle`] `Cg` is here). Every pass counts as an epoch.
 //! One thread (the parallel partitions of `n_threads` serve scalar losses only), deterministic.
 //! Memory: two points (`2 n k` duals, inside the estimate's `3 n k`, [`crate::budget`]), nine
 //! `(d + 1) k` arrays and the blocks, about `1.5 min(d + 1, 32)` doubles per weight, which the
@@ -58,40 +59,15 @@
 //! multiclass row gaps and `check` apply as to any fit; their mean is not the gap (the
 //! regularizer's term makes up the rest, as for binary Newton).
 
-use super::newton::{cholesky, cholesky_apply, ARMIJO, NEWTON_AUTO_MAX_DIM};
+use super::damped_newton::{self, Oracle, Point};
+use super::newton::{cholesky, cholesky_apply, NEWTON_AUTO_MAX_DIM};
 use super::sdca::scores_into;
-use super::{Certificate, Clock, Context, Outcome, Status};
+use super::{Clock, Context, Outcome, Status};
 use crate::config::{FitConfig, Sampling, SolverKind};
 use crate::data::{DenseView, Rows};
 use crate::error::{Result, SdcaError};
 use crate::loss::{LossKind, Multinomial};
 use crate::math::dot;
-
-/// One point and everything its pass measures.
-struct Point {
-    /// Model, `(d + 1) x k` feature-major.
-    w: Vec<f64>,
-    /// `alpha_i = e_y - softmax(W^T x~_i)` (0 for rows of zero weight), `n x k`.
-    alpha: Vec<f64>,
-    /// `P(W)`.
-    primal: f64,
-    /// `P(W) - D(alpha)`, see the module docs.
-    gap: f64,
-    /// `grad P(W)`.
-    grad: Vec<f64>,
-}
-
-impl Point {
-    fn new(dim: usize, duals: usize) -> Result<Self> {
-        Ok(Self {
-            w: crate::budget::zeros(dim)?,
-            alpha: crate::budget::zeros(duals)?,
-            primal: 0.0,
-            gap: 0.0,
-            grad: crate::budget::zeros(dim)?,
-        })
-    }
-}
 
 /// The data, the loss and the scratch of the passes.
 struct NewtonCg<'p, 'a, D: Rows> {
@@ -114,41 +90,6 @@ impl<D: Rows> NewtonCg<'_, '_, D> {
         for (o, &ac) in out[dk..].iter_mut().zip(a) {
             *o += self.bias * ac;
         }
-    }
-
-    /// One pass at `pt.w`: fills every other field of `pt`.
-    fn evaluate(&mut self, pt: &mut Point) {
-        let p = self.problem;
-        let (n, k) = (p.n(), self.loss.k);
-        pt.grad.iter_mut().for_each(|g| *g = 0.0);
-        let mut row = std::mem::take(&mut self.row);
-        let (mut loss_sum, mut fy_sum) = (0.0, 0.0);
-        for (i, alpha) in pt.alpha.chunks_exact_mut(k).enumerate() {
-            let s = p.weight(i);
-            if s == 0.0 {
-                alpha.iter_mut().for_each(|a| *a = 0.0);
-                continue;
-            }
-            scores_into(p.x, i, &pt.w, self.bias, &mut row);
-            let (value, fy) = self.loss.matched(&row, p.y[i], alpha);
-            loss_sum += s * value;
-            fy_sum += s * fy;
-            // The slope `s_i (p_i - e_y) = -s_i alpha_i`.
-            row.iter_mut().zip(alpha.iter()).for_each(|(r, &a)| *r = -s * a);
-            self.add_row(i, &row, &mut pt.grad);
-        }
-        self.row = row;
-        let nf = n as f64;
-        // `||g||^2 / (2 l2)` as squares of `g / sqrt(2 l2)`, as in `super::newton`.
-        let root = (2.0 * self.l2).sqrt();
-        let (mut sq, mut grad_term) = (0.0, 0.0);
-        for (g, &wj) in pt.grad.iter_mut().zip(&pt.w) {
-            *g = *g / nf + self.l2 * wj;
-            sq += wj * wj;
-            grad_term += (*g / root).powi(2);
-        }
-        pt.primal = loss_sum / nf + 0.5 * self.l2 * sq;
-        pt.gap = fy_sum.max(0.0) / nf + grad_term;
     }
 
     /// `out = H v` at the point whose duals are `alpha` (module docs).
@@ -311,117 +252,122 @@ pub(crate) fn chosen(cfg: &FitConfig, d: usize) -> bool {
 /// Conjugate-gradient steps per Newton iteration at most.
 const MAX_CG: usize = 250;
 
-/// Newton-CG from the model `w` (feature-major `(d + 1) x k`; zero for a cold start) on the
-/// multinomial ridge problem (module docs), until `judge` accepts the certificate or `clock`
-/// runs out. One [`super::Judge`] check and one `gap_trace` entry per iterate. Errors when an
-/// iterate's objective is not finite.
-pub(crate) fn run<D: Rows>(ctx: &mut Context<'_, '_, D, Multinomial>, w: Vec<f64>) -> Result<Outcome> {
-    let (problem, loss, l2, bias, tol) = (ctx.problem, ctx.loss, ctx.l2, ctx.bias(), ctx.cfg.tol);
-    let (judge, clock) = (&mut ctx.judge, &mut ctx.clock);
-    let (n, k, dim) = (problem.n(), loss.k, (problem.x.n_cols() + 1) * loss.k);
-    let mut solver = NewtonCg { problem, loss, l2, bias, row: crate::budget::zeros(k)? };
-    let (mut here, mut trial) = (Point::new(dim, n * k)?, Point::new(dim, n * k)?);
-    here.w = w;
-    let scratch = || crate::budget::zeros::<f64>(dim);
-    let (mut step, mut residual, mut z, mut direction, mut hd) =
-        (scratch()?, scratch()?, scratch()?, scratch()?, scratch()?);
-    let mut blocks = Blocks::new(problem.x.n_cols() + 1, k)?;
-    let mut gap_trace = Vec::new();
-    let mut steps = 0u32;
-    let pass = |solver: &mut NewtonCg<'_, '_, D>, pt: &mut Point, clock: &mut Clock| {
-        solver.evaluate(pt);
-        clock.add_pass(1.0);
-        clock.out_of_time()
-    };
-    let mut late = pass(&mut solver, &mut here, clock);
-    let (status, certificate) = 'iterate: loop {
-        let c: Certificate = judge.original(&here.w, &here.alpha, here.primal, here.gap);
-        gap_trace.push(c.gap);
-        if !(here.primal.is_finite() && c.gap.is_finite()) {
-            return Err(SdcaError::NonFiniteResult { what: "the Newton iterate's objective" });
+/// Newton-CG's half of the damped Newton method: the passes, and the preconditioned conjugate
+/// gradients that find the direction, with their vectors (each `(d + 1) k`).
+struct Cg<'p, 'a, D: Rows> {
+    passes: NewtonCg<'p, 'a, D>,
+    /// The fit's relative gap target, which bounds how exactly a direction is solved for.
+    tol: f64,
+    blocks: Blocks,
+    residual: Vec<f64>,
+    z: Vec<f64>,
+    direction: Vec<f64>,
+    hd: Vec<f64>,
+}
+
+impl<D: Rows> Oracle for Cg<'_, '_, D> {
+    fn point(&self) -> Result<Point> {
+        let (p, k) = (self.passes.problem, self.passes.loss.k);
+        Point::new((p.x.n_cols() + 1) * k, p.n() * k, 0)
+    }
+
+    fn evaluate(&mut self, pt: &mut Point) {
+        let p = self.passes.problem;
+        let k = self.passes.loss.k;
+        pt.grad.iter_mut().for_each(|g| *g = 0.0);
+        let mut row = std::mem::take(&mut self.passes.row);
+        let (mut loss_sum, mut fy_sum) = (0.0, 0.0);
+        for (i, alpha) in pt.alpha.chunks_exact_mut(k).enumerate() {
+            let s = p.weight(i);
+            if s == 0.0 {
+                alpha.iter_mut().for_each(|a| *a = 0.0);
+                continue;
+            }
+            scores_into(p.x, i, &pt.w, self.passes.bias, &mut row);
+            let (value, fy) = self.passes.loss.matched(&row, p.y[i], alpha);
+            loss_sum += s * value;
+            fy_sum += s * fy;
+            // The slope `s_i (p_i - e_y) = -s_i alpha_i`.
+            row.iter_mut().zip(alpha.iter()).for_each(|(r, &a)| *r = -s * a);
+            self.passes.add_row(i, &row, &mut pt.grad);
         }
-        if judge.met(&c) {
-            break (Status::Converged, c);
-        }
-        if late {
-            break (Status::MaxSeconds, c);
-        }
-        // Preconditioned CG on `H step = -g` from `step = 0`.
+        self.passes.row = row;
+        pt.finish(p.n(), self.passes.l2, loss_sum, fy_sum);
+    }
+
+    /// Preconditioned CG on `H step = -g` from `step = 0` (module docs): one pass builds the
+    /// preconditioner, one pass per product `H v`.
+    fn direction(&mut self, here: &Point, step: &mut [f64], clock: &mut Clock) -> Result<Option<Status>> {
         let gnorm = dot(&here.grad, &here.grad).sqrt();
-        let enough = (gnorm.sqrt().min(0.5) * gnorm).max(0.5 * (2.0 * l2 * tol * here.primal).sqrt());
+        let target = 0.5 * (2.0 * self.passes.l2 * self.tol * here.primal).sqrt();
+        let enough = (gnorm.sqrt().min(0.5) * gnorm).max(target);
         if clock.remaining() == 0 {
-            break (Status::MaxEpochs, c);
+            return Ok(Some(Status::MaxEpochs));
         }
-        if !blocks.build(&solver, &here.alpha) {
+        if !self.blocks.build(&self.passes, &here.alpha) {
             return Err(SdcaError::NonFiniteResult {
                 what: "the Newton preconditioner (the Hessian overflowed)",
             });
         }
         clock.add_pass(1.0);
+        let (residual, z, direction, hd) =
+            (&mut self.residual, &mut self.z, &mut self.direction, &mut self.hd);
         step.iter_mut().for_each(|s| *s = 0.0);
         residual.iter_mut().zip(&here.grad).for_each(|(r, g)| *r = -g);
-        blocks.apply(&residual, &mut z);
-        direction.copy_from_slice(&z);
-        let mut rz = dot(&residual, &z);
+        self.blocks.apply(residual, z);
+        direction.copy_from_slice(z);
+        let mut rz = dot(residual, z);
         for _ in 0..MAX_CG {
             if clock.remaining() == 0 {
-                break 'iterate (Status::MaxEpochs, c);
+                return Ok(Some(Status::MaxEpochs));
             }
-            solver.hessian_times(&here.alpha, &direction, &mut hd);
+            self.passes.hessian_times(&here.alpha, direction, hd);
             clock.add_pass(1.0);
             if clock.out_of_time() {
-                break 'iterate (Status::MaxSeconds, c);
+                return Ok(Some(Status::MaxSeconds));
             }
             // `H` is positive definite: no curvature means a zero direction (or an overflow, which
             // the next pass reports).
-            let curve = dot(&direction, &hd);
+            let curve = dot(direction, hd);
             if curve.is_nan() || curve <= 0.0 {
                 break;
             }
             let t = rz / curve;
             step.iter_mut().zip(direction.iter()).for_each(|(s, p)| *s += t * p);
             residual.iter_mut().zip(hd.iter()).for_each(|(r, h)| *r -= t * h);
-            if dot(&residual, &residual).sqrt() <= enough {
+            if dot(residual, residual).sqrt() <= enough {
                 break;
             }
-            blocks.apply(&residual, &mut z);
-            let next = dot(&residual, &z);
+            self.blocks.apply(residual, z);
+            let next = dot(residual, z);
             let beta = next / rz;
             rz = next;
             direction.iter_mut().zip(z.iter()).for_each(|(p, z)| *p = z + beta * *p);
         }
-        let slope = dot(&step, &here.grad);
-        let rounding = 8.0 * f64::EPSILON * here.primal.abs();
-        let mut t = 1.0;
-        loop {
-            if clock.remaining() == 0 {
-                break 'iterate (Status::MaxEpochs, c);
-            }
-            for ((wt, &w), &p) in trial.w.iter_mut().zip(&here.w).zip(step.iter()) {
-                *wt = w + t * p;
-            }
-            late = pass(&mut solver, &mut trial, clock);
-            if trial.primal <= here.primal + ARMIJO * t * slope + rounding {
-                std::mem::swap(&mut here, &mut trial);
-                steps += 1;
-                break;
-            }
-            if late {
-                break 'iterate (Status::MaxSeconds, c);
-            }
-            t *= 0.5;
-        }
+        Ok(None)
+    }
+}
+
+/// Newton-CG ([`damped_newton::run`]) from the model `w` (feature-major `(d + 1) x k`; zero
+/// for a cold start) on the multinomial ridge problem (module docs), each direction found by
+/// preconditioned conjugate gradients. Errors when the preconditioner cannot be factorised
+/// (the Hessian overflowed) or an iterate's objective is not finite.
+pub(crate) fn run<D: Rows>(ctx: &mut Context<'_, '_, D, Multinomial>, w: Vec<f64>) -> Result<Outcome> {
+    let (problem, k) = (ctx.problem, ctx.loss.k);
+    let dim = (problem.x.n_cols() + 1) * k;
+    let passes =
+        NewtonCg { problem, loss: ctx.loss, l2: ctx.l2, bias: ctx.bias(), row: crate::budget::zeros(k)? };
+    let scratch = || crate::budget::zeros::<f64>(dim);
+    let mut cg = Cg {
+        passes,
+        tol: ctx.cfg.tol,
+        blocks: Blocks::new(problem.x.n_cols() + 1, k)?,
+        residual: scratch()?,
+        z: scratch()?,
+        direction: scratch()?,
+        hd: scratch()?,
     };
-    Ok(Outcome {
-        w: here.w,
-        alpha: here.alpha,
-        solved_gap: certificate.gap,
-        certificate,
-        status,
-        gap_trace,
-        solver: "newton",
-        outer_iterations: steps,
-    })
+    damped_newton::run(ctx, &mut cg, w)
 }
 
 #[cfg(test)]
@@ -429,21 +375,8 @@ mod tests {
     use crate::config::FitParams;
     use crate::data::{CsrView, DenseView, Rows};
     use crate::loss::{BlockLoss, Multinomial};
-    use crate::solver::testing::{csr_of, toy};
+    use crate::solver::testing::{csr_of, toy_classes, weights_with_zeros};
     use crate::solver::{fit, fit_from, row_outputs, FitResult, Problem, Status, Warm};
-
-    /// `n x d` features and `k` classes: the toy regression target cut into `k` bands.
-    fn classes(n: usize, d: usize, k: usize, seed: u64) -> (Vec<f64>, Vec<f64>) {
-        let (x, t) = toy(n, d, false, seed);
-        let y =
-            t.iter().map(|v| (((v + 1.5) * k as f64 / 4.0).max(0.0) as usize).min(k - 1) as f64).collect();
-        (x, y)
-    }
-
-    /// Weights with every seventh row zero, the others in `[0.5, 2)`.
-    fn weights(n: usize) -> Vec<f64> {
-        (0..n).map(|i| if i % 7 == 3 { 0.0 } else { 0.5 + (i % 5) as f64 * 0.3 }).collect()
-    }
 
     fn params(solver: &str, l2: f64, intercept: bool) -> FitParams {
         FitParams {
@@ -533,11 +466,11 @@ mod tests {
     #[test]
     fn reaches_the_sdca_optimum() {
         let (n, d, k, l2) = (300, 5, 4, 1e-2);
-        let (x, y) = classes(n, d, k, 9);
+        let (x, y) = toy_classes(n, d, k, 9);
         let (indptr, indices, values) = csr_of(&x, n, d);
         let dense = DenseView::new(&x, n, d).unwrap();
         let csr = CsrView::new(&indptr, &indices, &values, d).unwrap();
-        let s = weights(n);
+        let s = weights_with_zeros(n);
         for (intercept, s) in [(true, Some(&s[..])), (false, None), (true, None)] {
             let sdca_cfg = params("sdca", l2, intercept).check().unwrap();
             let dense_p = Problem::new(&dense, &y, s, sdca_cfg.loss).unwrap();
@@ -555,7 +488,7 @@ mod tests {
     #[test]
     fn early_stops_keep_a_valid_certificate() {
         let (n, d, k, l2) = (200, 4, 3, 1e-3);
-        let (x, y) = classes(n, d, k, 4);
+        let (x, y) = toy_classes(n, d, k, 4);
         let view = DenseView::new(&x, n, d).unwrap();
         let cfg = FitParams { tol: 1e-13, ..params("sdca", l2, true) }.check().unwrap();
         let p = Problem::new(&view, &y, None, cfg.loss).unwrap();
@@ -579,10 +512,10 @@ mod tests {
     #[test]
     fn is_deterministic_and_ignores_the_seed() {
         let (n, d, k) = (250, 6, 5);
-        let (x, y) = classes(n, d, k, 2);
+        let (x, y) = toy_classes(n, d, k, 2);
         let view = DenseView::new(&x, n, d).unwrap();
         let cfg = params("newton", 1e-4, true).check().unwrap();
-        let s = weights(n);
+        let s = weights_with_zeros(n);
         let p = Problem::new(&view, &y, Some(&s), cfg.loss).unwrap();
         let first = fit(&p, &cfg).unwrap();
         assert!(first.converged(), "{first:?}");
@@ -596,7 +529,7 @@ mod tests {
     #[test]
     fn warm_start_and_wide_rows() {
         let (n, d, k) = (120, super::BLOCK + 7, 3);
-        let (x, y) = classes(n, d, k, 6);
+        let (x, y) = toy_classes(n, d, k, 6);
         let view = DenseView::new(&x, n, d).unwrap();
         let cfg = params("newton", 1e-2, true).check().unwrap();
         let p = Problem::new(&view, &y, None, cfg.loss).unwrap();
@@ -610,7 +543,7 @@ mod tests {
     fn auto_picks_newton_cg_on_its_domain_only() {
         let n = 60;
         let solver_for = |d: usize, p: FitParams| {
-            let (x, y) = classes(n, d, 3, 3);
+            let (x, y) = toy_classes(n, d, 3, 3);
             let view = DenseView::new(&x, n, d).unwrap();
             let cfg = FitParams { max_epochs: 2, ..p }.check().unwrap();
             fit(&Problem::new(&view, &y, None, cfg.loss).unwrap(), &cfg).unwrap().solver

@@ -1,7 +1,8 @@
 //! Regularization paths: one certified model per penalty value, in decreasing order, each
 //! warm-started from the previous one.
 //!
-//! A path runs over `l1` (the Lasso / elastic-net path, `l2` fixed) or over `l2` (a ridge-type
+//! A path runs over `l1` (the Lasso / elastic-net path, `l2` fixed, or tied to `l1` by
+//! scikit-learn's `l1_ratio`: `l2 = l1 (1 - l1_ratio) / l1_ratio`) or over `l2` (a ridge-type
 //! path, `l1` fixed). The `l1` grid either is given or starts at `l1_max`, the exact smallest
 //! `l1` whose optimum has `w = 0`, and falls geometrically to `l1_max * l1_min_ratio`.
 //!
@@ -82,6 +83,9 @@ pub struct PathParams {
     pub n_l2: Option<i64>,
     /// `l2_min / l2_max` of a computed `l2` grid, in `(0, 1)`.
     pub l2_min_ratio: f64,
+    /// scikit-learn's `ElasticNet` mixing `rho` in `(0, 1]`: an `l1` path whose `l2` is tied
+    /// to `l1`, `l2 = l1 (1 - rho) / rho` (its `alpha` is `l1 / rho`); `None`: `l2` fixed.
+    pub l1_ratio: Option<f64>,
     /// Sequential Gap Safe screening ([`super::screen`]) where it applies.
     pub screening: bool,
 }
@@ -96,6 +100,7 @@ impl Default for PathParams {
             l1_min_ratio: const { float(O, "l1_min_ratio") },
             n_l2: None,
             l2_min_ratio: const { float(O, "l2_min_ratio") },
+            l1_ratio: None,
             screening: const { boolean(O, "screening") },
         }
     }
@@ -122,6 +127,8 @@ pub struct PathConfig {
     fit: FitParams,
     penalty: Penalty,
     grid: Grid,
+    /// `l2 / l1` along an `l1` path with an `l1_ratio`; `None`: `l2` fixed.
+    l2_per_l1: Option<f64>,
     /// Sequential Gap Safe screening where it applies.
     pub screening: bool,
     /// Asked after every epoch of every fit (see [`FitConfig::interrupt`]).
@@ -174,7 +181,30 @@ impl PathParams {
                 },
             ),
         };
-        let path = PathConfig { fit: fit.clone(), penalty, grid, screening: self.screening, interrupt: None };
+        let l2_per_l1 = match self.l1_ratio {
+            None => None,
+            Some(_) if penalty == Penalty::L2 => {
+                return Err(invalid(
+                    "l1_ratio",
+                    "l1_ratio ties l2 to l1 along an l1 path; drop the l2 list or n_l2, or l1_ratio",
+                ))
+            }
+            Some(r) if r.is_finite() && r > 0.0 && r <= 1.0 => Some((1.0 - r) / r),
+            Some(r) => {
+                return Err(invalid(
+                    "l1_ratio",
+                    format!("got {r}; must be in (0, 1] (1: the Lasso's l2 = 0)"),
+                ))
+            }
+        };
+        let path = PathConfig {
+            fit: fit.clone(),
+            penalty,
+            grid,
+            l2_per_l1,
+            screening: self.screening,
+            interrupt: None,
+        };
         // The fixed options and the grid's ends must check (e.g. l2 = 0 needs every l1 > 0).
         path.config(None)?;
         if let Grid::Given(values) = &path.grid {
@@ -223,17 +253,34 @@ impl PathConfig {
     pub fn representative(&self) -> FitParams {
         let mut p = self.fit.clone();
         match self.penalty {
-            Penalty::L1 => p.l1 = p.l1.max(1.0),
+            Penalty::L1 => {
+                let l1 = p.l1.max(1.0);
+                self.set_l1(&mut p, l1)
+            }
             Penalty::L2 => p.l2 = p.l2.max(1.0),
         }
         p
+    }
+
+    /// Sets `l1` to `v`, and `l2` with it when the path ties them.
+    fn set_l1(&self, p: &mut FitParams, v: f64) {
+        p.l1 = v;
+        if let Some(t) = self.l2_per_l1 {
+            p.l2 = t * v;
+        }
+    }
+
+    /// Whether `l2` moves with `l1` (an `l1_ratio` below 1): the zero model, which depends on
+    /// `l2` through the intercept, then differs from one value to the next.
+    pub fn tied(&self) -> bool {
+        self.l2_per_l1.is_some_and(|t| t > 0.0)
     }
 
     /// The checked config of the fit at grid value `value` (`None`: of [`Self::representative`]).
     pub fn config(&self, value: Option<f64>) -> Result<FitConfig> {
         let mut p = self.representative();
         match (value, self.penalty) {
-            (Some(v), Penalty::L1) => p.l1 = v,
+            (Some(v), Penalty::L1) => self.set_l1(&mut p, v),
             (Some(v), Penalty::L2) => p.l2 = v,
             (None, _) => {}
         }
@@ -246,6 +293,7 @@ impl PathConfig {
     /// (`None` for an `l2` path).
     pub fn grid<D: Rows>(&self, problem: &Problem<'_, D>) -> Result<(Vec<f64>, Option<ZeroModel>)> {
         let zero = match self.penalty {
+            Penalty::L1 if self.tied() => Some(self.tied_zero(problem)?),
             Penalty::L1 => Some(ZeroModel::of(problem, &self.config(None)?, &self.fit)?),
             Penalty::L2 => None,
         };
@@ -270,6 +318,33 @@ impl PathConfig {
         Ok((values, zero))
     }
 }
+
+impl PathConfig {
+    /// The zero model at the top of a tied path: `l1_max` depends on `l2 = t l1` through the
+    /// intercept-only optimum, so the top is the fixed point `l1 = l1_max(t l1)`, found by
+    /// iterating from the value at `l2 = t`, to adjacent floating-point numbers (without an
+    /// intercept `l1_max` does not depend on `l2` and the first step is exact). The path then
+    /// tests each value against the zero model at its own `l2` ([`fit_path`]).
+    fn tied_zero<D: Rows>(&self, problem: &Problem<'_, D>) -> Result<ZeroModel> {
+        let mut zero = ZeroModel::of(problem, &self.config(Some(1.0))?, &self.fit)?;
+        for _ in 0..TIED_ITERATIONS {
+            if zero.l1_max == 0.0 {
+                break;
+            }
+            let next = ZeroModel::of(problem, &self.config(Some(zero.l1_max))?, &self.fit)?;
+            let settled = (next.l1_max - zero.l1_max).abs() <= 4.0 * f64::EPSILON * zero.l1_max;
+            zero = next;
+            if settled {
+                break;
+            }
+        }
+        Ok(zero)
+    }
+}
+
+/// Iterations of [`PathConfig::tied_zero`]'s fixed point at the most (each an intercept-only
+/// solve; the map contracts by `t` times the slope of `l1_max` in `l2`, far below 1).
+const TIED_ITERATIONS: usize = 100;
 
 /// The optimum at `w = 0` and the smallest `l1` for which it is optimal (module docs).
 #[derive(Debug, Clone, PartialEq)]
@@ -531,8 +606,13 @@ pub fn fit_path<D: Rows>(problem: &Problem<'_, D>, path: &PathConfig) -> Result<
     let mut shared: Option<cd::Shared> = None;
     let mut total: Option<u64> = None;
     let zero_coef = vec![0.0; d];
+    let mut zero = zero;
     for &v in &values {
         let cfg = path.config(Some(v))?;
+        if path.tied() && fits.last().is_none_or(|f| f.solver == "closed_form") {
+            // The zero model at this value's own l2, while the values are still at zero.
+            zero = Some(ZeroModel::of(problem, &cfg, &path.fit)?);
+        }
         let at_zero = matches!(&zero, Some(z) if path.penalty == Penalty::L1 && v >= z.l1_max);
         // The model the test starts from: the previous one, or the zero model.
         let from: Option<(&[f64], f64)> = match (fits.last(), &zero) {
@@ -656,6 +736,61 @@ mod tests {
                 let radius = if r.l2_used > 0.0 { (2.0 * r.solved_gap / r.l2_used).sqrt() } else { 0.0 };
                 assert!(r.coef.iter().all(|c| c.abs() <= radius + 1e-12), "{case}: {:?}", r.coef);
             }
+        }
+    }
+
+    /// An `l1_ratio` path ties `l2 = l1 (1 - rho) / rho`: its top is the exact fixed point
+    /// (the zero model certified there, its intercept at that top's own `l2`; a fit just below
+    /// is not zero), and every model equals a cold fit at its `(l1, l2)`.
+    #[test]
+    fn l1_ratio_paths_tie_l2_to_l1() {
+        let (n, d) = (120, 6);
+        for (loss, cls) in [("logistic", true), ("squared", false)] {
+            for intercept in [true, false] {
+                let (x, y) = toy(n, d, cls, 5);
+                let view = DenseView::new(&x, n, d).unwrap();
+                let base = FitParams { fit_intercept: intercept, ..params(loss, 0.0) };
+                let rho = 0.3;
+                let grid =
+                    PathParams { n_l1: 6, l1_min_ratio: 1e-2, l1_ratio: Some(rho), ..Default::default() };
+                let path = grid.check(&base).unwrap();
+                let p = Problem::new(&view, &y, None, path.config(None).unwrap().loss).unwrap();
+                let out = fit_path(&p, &path).unwrap();
+                let case = format!("{loss} intercept={intercept}");
+                let top = out.values[0];
+                for (v, m) in out.values.iter().zip(&out.fits) {
+                    let cfg = path.config(Some(*v)).unwrap();
+                    assert!((cfg.l2 - v * (1.0 - rho) / rho).abs() <= 1e-15 * cfg.l2, "{case}");
+                    let cold = fit(&p, &cfg).unwrap();
+                    let (a, b) = (m.certificate, cold.certificate);
+                    assert!(m.converged() && cold.converged(), "{case} l1={v}: {m:?}");
+                    assert!((a.primal - b.primal).abs() <= 1e-8 * b.primal, "{case} l1={v}");
+                }
+                // The top: zero and certified there (closed form), not zero just below.
+                assert_eq!(out.fits[0].solver, "closed_form", "{case}");
+                assert!(out.fits[0].certificate.gap <= 1e-12 * out.fits[0].certificate.primal, "{case}");
+                let below = path.config(Some(top * (1.0 - 1e-3))).unwrap();
+                let zero = ZeroModel::of(&p, &below, &base).unwrap();
+                let r = fit(&p, &below).unwrap();
+                let zero_primal = zero.fit_result(&p, &below).unwrap().certificate.primal;
+                assert!(zero_primal - r.certificate.primal > r.certificate.gap, "{case}: {r:?}");
+                assert!(r.coef.iter().any(|c| *c != 0.0), "{case}");
+            }
+        }
+        // l1_ratio = 1 is the fixed-l2 path at l2 = 0; out of (0, 1] or with an l2 path: errors.
+        let base = params("squared", 0.0);
+        let lasso = PathParams { l1_ratio: Some(1.0), ..Default::default() }.check(&base).unwrap();
+        assert!(!lasso.tied());
+        assert_eq!(lasso.config(Some(0.5)).unwrap().l2, 0.0);
+        for bad in [
+            PathParams { l1_ratio: Some(0.0), ..Default::default() },
+            PathParams { l1_ratio: Some(1.5), ..Default::default() },
+            PathParams { l1_ratio: Some(f64::NAN), ..Default::default() },
+            PathParams { l1_ratio: Some(0.5), l2: Some(vec![1.0]), ..Default::default() },
+            PathParams { l1_ratio: Some(0.5), n_l2: Some(3), ..Default::default() },
+        ] {
+            let err = bad.check(&base).unwrap_err().to_string();
+            assert!(err.contains("l1_ratio"), "{err}");
         }
     }
 

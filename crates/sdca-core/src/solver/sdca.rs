@@ -541,17 +541,12 @@ mod tests {
     use crate::config::FitParams;
     use crate::data::DenseView;
     use crate::loss::LossKind;
+    use crate::solver::testing::uniform;
     use crate::solver::{fit, row_outputs, Problem, Status};
 
     /// A small deterministic problem: `n x d` row-major features and labels.
     fn toy(n: usize, d: usize, classification: bool) -> (Vec<f64>, Vec<f64>) {
-        let mut state = 0x2545F4914F6CDD1Du64;
-        let mut next = || {
-            state ^= state << 13;
-            state ^= state >> 7;
-            state ^= state << 17;
-            (state >> 11) as f64 / (1u64 << 53) as f64 * 2.0 - 1.0
-        };
+        let mut next = uniform(0);
         let x: Vec<f64> = (0..n * d).map(|_| next()).collect();
         let truth: Vec<f64> = (0..d).map(|j| if j % 2 == 0 { 1.0 } else { -0.5 }).collect();
         let y = (0..n)

@@ -108,17 +108,13 @@ impl Shrinking {
 
 #[cfg(test)]
 mod tests {
-    use rand::seq::SliceRandom;
-    use rand::SeedableRng;
-    use rand_xoshiro::Xoshiro256PlusPlus;
-
     use crate::config::FitParams;
     use crate::data::DenseView;
     use crate::loss::Hinge;
     use crate::reg::L2;
     use crate::solver::sdca::{Objective, State};
-    use crate::solver::testing::toy;
-    use crate::solver::{fit, row_outputs, Coordinate, FitResult, Problem, Status};
+    use crate::solver::testing::{shrinking_passes, toy};
+    use crate::solver::{fit, row_outputs, FitResult, Problem, Status};
 
     /// Weights in `{0, 0.5, 1, 2}`: a quarter of the rows have weight 0.
     fn weights(n: usize) -> Vec<f64> {
@@ -210,25 +206,11 @@ mod tests {
         let mut st = State::new(&p, Hinge, L2, Objective { l2, l1: 0.0, bias: 0.0 }, &row_sq, vec![0.0; n])
             .unwrap()
             .shrinking();
-        let mut order: Vec<u32> = (0..n as u32).collect();
-        let mut rng = Xoshiro256PlusPlus::seed_from_u64(1);
-        let mut kept = n;
-        for _ in 0..20 {
-            order[..kept].shuffle(&mut rng);
-            let before = st.alpha.clone();
-            kept = st.pass(&mut order[..kept]);
-            Coordinate::settled(&mut st);
-            st.refresh_w();
-            for &i in &order[kept..] {
-                let i = i as usize;
-                assert_eq!(st.alpha[i], before[i], "row {i} moved after it was dropped");
-                let b = st.alpha[i] * y[i];
-                assert!(b == 0.0 || b == 1.0, "row {i} dropped inside the box: {b}");
-            }
-            let mut sorted = order.clone();
-            sorted.sort_unstable();
-            assert!(sorted.iter().enumerate().all(|(k, &i)| i as usize == k), "order lost a row");
-        }
+        let kept = shrinking_passes(&mut st, n, 20, |st, before, i| {
+            assert_eq!(st.alpha[i], before[i], "row {i} moved after it was dropped");
+            let b = st.alpha[i] * y[i];
+            assert!(b == 0.0 || b == 1.0, "row {i} dropped inside the box: {b}");
+        });
         assert!(kept < n / 2, "only {} of {n} rows dropped", n - kept);
     }
 }
