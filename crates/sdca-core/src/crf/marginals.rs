@@ -104,13 +104,68 @@ pub(crate) struct Marginals {
     edge_off: Vec<usize>,
 }
 
+/// `len` zeros ([`reserve`], then written).
 pub(crate) fn zeros(len: usize) -> Result<Vec<f64>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len)
-        .map_err(|_| SdcaError::AllocationFailed { bytes: (len as u64).saturating_mul(8) })?;
+    let mut v = reserve(len)?;
     v.resize(len, 0.0);
     Ok(v)
 }
+
+/// Size of a transparent huge page on Linux (x86-64 and aarch64 with 4 KiB base pages).
+const HUGE_PAGE: usize = 2 << 20;
+
+/// An empty vector with room for `len` values (a refused allocation is an error), its memory
+/// advised to be backed by huge pages.
+///
+/// A CRF step reads the emission rows of about 150 attributes at random places in `w` (9.5 MB
+/// on CoNLL NER): on 4 KiB pages nearly every row is a TLB miss and a page walk, and those
+/// walks cost about 40% of an epoch (0.35 against 0.20 CPU s per epoch on NER, medians of 8
+/// runs). Linux backs a region with transparent huge pages at its first touch when the
+/// region was advised so (`madvise(MADV_HUGEPAGE)`; in THP's `madvise` mode, a common default,
+/// nothing else does), so the advice is given here, before anything is written, for the
+/// 2 MiB-aligned part of buffers of at least two such pages. An allocator may hand out memory
+/// it used before, already backed by small pages: those are dropped first (`MADV_DONTNEED`;
+/// the vector holds nothing yet), so the first write faults in huge ones. Elsewhere, or if the
+/// kernel declines, nothing changes.
+pub(crate) fn reserve<T>(len: usize) -> Result<Vec<T>> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| SdcaError::AllocationFailed {
+        bytes: (len as u64).saturating_mul(std::mem::size_of::<T>() as u64),
+    })?;
+    advise_huge_pages(&v);
+    Ok(v)
+}
+
+#[cfg(target_os = "linux")]
+fn advise_huge_pages<T>(v: &Vec<T>) {
+    use std::ffi::{c_int, c_void};
+    extern "C" {
+        fn madvise(addr: *mut c_void, len: usize, advice: c_int) -> c_int;
+    }
+    // `<asm-generic/mman-common.h>`, the same on every Linux architecture.
+    const MADV_DONTNEED: c_int = 4;
+    const MADV_HUGEPAGE: c_int = 14;
+    let bytes = v.capacity().saturating_mul(std::mem::size_of::<T>());
+    if bytes < 2 * HUGE_PAGE {
+        return;
+    }
+    let start = v.as_ptr() as usize;
+    let (lo, hi) = (start.next_multiple_of(HUGE_PAGE), (start + bytes) / HUGE_PAGE * HUGE_PAGE);
+    if hi > lo {
+        // SAFETY: `[lo, hi)` lies inside the vector's allocation (private anonymous memory, as
+        // every allocator's), which nothing else uses and which holds no value yet: dropping
+        // its pages leaves it valid (read as zeros until written), and the advice changes how
+        // the kernel backs it, never its validity. A failure (an old kernel, THP disabled)
+        // leaves the pages as they were.
+        unsafe {
+            madvise(lo as *mut c_void, hi - lo, MADV_DONTNEED);
+            madvise(lo as *mut c_void, hi - lo, MADV_HUGEPAGE);
+        }
+    }
+}
+
+#[cfg(not(target_os = "linux"))]
+fn advise_huge_pages<T>(_v: &Vec<T>) {}
 
 impl Marginals {
     /// Zero-filled storage for sequences `[starts[i], starts[i+1])` (validated offsets) over `k`

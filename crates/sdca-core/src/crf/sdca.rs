@@ -75,7 +75,7 @@ use rayon::prelude::*;
 use super::chain::{ChainWorkspace, LogFactors, Sum, Transitions};
 use super::config::{CrfConfig, CrfSampling};
 use super::line_search::{search, BlockLine, Memo, Raw, Scalars};
-use super::marginals::{chain_entropy_kl, zeros, Marginals};
+use super::marginals::{chain_entropy_kl, reserve, zeros, Marginals};
 use super::model::{memory_estimate, unary_scores, CrfProblem, CrfWeights, Emission, Layout, TokenRows};
 use crate::data::prefetch;
 use crate::error::{Result, SdcaError};
@@ -183,14 +183,6 @@ struct AttrIndex {
     local: Vec<u32>,
     local_off: Vec<usize>,
     max_active: usize,
-}
-
-fn reserve<T>(len: usize) -> Result<Vec<T>> {
-    let mut v = Vec::new();
-    v.try_reserve_exact(len).map_err(|_| SdcaError::AllocationFailed {
-        bytes: (len as u64).saturating_mul(std::mem::size_of::<T>() as u64),
-    })?;
-    Ok(v)
 }
 
 impl AttrIndex {

@@ -641,6 +641,35 @@ impl Descent<'_> {
         }
     }
 
+    /// The point of the segment from the support's weights to the sign-fixed minimiser `target`
+    /// where the first weight reaches zero (that weight set to exactly zero), or `target` when
+    /// no sign changes. On the segment the signs hold, so `P` is the quadratic that `target`
+    /// minimises and falls all along it: the move lowers `P` even when `target` itself, with a
+    /// flipped sign, would not. This is how the support changes between nearly collinear
+    /// columns, where the optimum's weight moves from one column to the other and coordinate
+    /// descent alone needs a sweep count of the order of the pair's condition number (a 6 x 5
+    /// Lasso stalled at a relative gap of 1e-5 after 20,000 sweeps).
+    fn up_to_sign_change(&self, slots: &[usize], mut target: Vec<f64>) -> Vec<f64> {
+        let d = self.w.len() - 1;
+        let mut first: Option<(f64, usize)> = None;
+        for (a, (&j, &t)) in slots.iter().zip(&target).enumerate() {
+            let w = self.w[j];
+            if j < d && w != 0.0 && (t == 0.0 || t.signum() != w.signum()) {
+                let at = w / (w - t);
+                if first.is_none_or(|(best, _)| at < best) {
+                    first = Some((at, a));
+                }
+            }
+        }
+        if let Some((at, zeroed)) = first {
+            for (&j, t) in slots.iter().zip(target.iter_mut()) {
+                *t = self.w[j] + at * (*t - self.w[j]);
+            }
+            target[zeroed] = 0.0;
+        }
+        target
+    }
+
     /// Moves the slots `slots` to `target` when that lowers `P` (the objective's change is
     /// computed on the rows the slots touch, in the scratch `z`, zero outside them); returns
     /// the entries visited.
@@ -805,7 +834,7 @@ impl Descent<'_> {
                 {
                     let (target, visited) = self.newton(&support);
                     clock.add_pass(visited as f64 / total);
-                    if let Some(target) = target {
+                    if let Some(target) = target.map(|t| self.up_to_sign_change(&support, t)) {
                         let visited = self.try_move(&support, &target, &mut z, &mut touched);
                         clock.add_pass(visited as f64 / total);
                     }
