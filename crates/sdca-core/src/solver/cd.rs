@@ -294,22 +294,7 @@ impl Columns {
         if l2 != 0.0 || bias.is_empty() {
             return;
         }
-        let (mut pos, mut neg) = (0.0, 0.0);
-        for (t, b) in t.iter().zip(bias) {
-            let bt = b * t;
-            if bt > 0.0 {
-                pos += bt;
-            } else {
-                neg -= bt;
-            }
-        }
-        let (f_pos, f_neg) = if pos > neg {
-            (neg / pos, 1.0)
-        } else if neg > pos {
-            (1.0, pos / neg)
-        } else {
-            (1.0, 1.0)
-        };
+        let (f_pos, f_neg) = super::screen::balancing(t.iter().zip(bias).map(|(t, b)| b * t));
         t.iter_mut().for_each(|t| *t *= if *t > 0.0 { f_pos } else { f_neg });
     }
 

@@ -128,23 +128,8 @@ fn feasible<D: Rows, L: Loss>(
     let (n, d, bias) = (problem.n(), problem.x.n_cols(), cfg.intercept_scaling);
     let (l1, l2, nf) = (cfg.l1, cfg.l2, problem.n() as f64);
     if l2 == 0.0 && bias > 0.0 {
-        let (mut pos, mut neg) = (0.0, 0.0);
-        for (i, &t) in theta.iter().enumerate() {
-            let st = problem.weight(i) * t;
-            if st > 0.0 {
-                pos += st;
-            } else {
-                neg -= st;
-            }
-        }
         // Balance the two sides of sum_i s_i theta_i (each theta_i moves towards 0).
-        let (f_pos, f_neg) = if pos > neg {
-            (neg / pos, 1.0)
-        } else if neg > pos {
-            (1.0, pos / neg)
-        } else {
-            (1.0, 1.0)
-        };
+        let (f_pos, f_neg) = balancing(theta.iter().enumerate().map(|(i, &t)| problem.weight(i) * t));
         for (i, t) in theta.iter_mut().enumerate() {
             *t *= if problem.weight(i) * *t > 0.0 { f_pos } else { f_neg };
         }
@@ -222,6 +207,27 @@ pub fn gap_safe<D: Rows>(
 enum Compact {
     Dense(Vec<f64>, usize, usize),
     Csr(Vec<i64>, Vec<u32>, Vec<f64>, usize),
+}
+
+/// The factors `(f_pos, f_neg)` that make `sum_k terms_k` zero when the positive terms are
+/// scaled by `f_pos` and the negative ones by `f_neg`: the larger side scaled down to the
+/// smaller (the Lasso's dual with an intercept needs `sum_i s_i theta_i = 0`; module docs).
+pub(crate) fn balancing(terms: impl Iterator<Item = f64>) -> (f64, f64) {
+    let (mut pos, mut neg) = (0.0, 0.0);
+    for t in terms {
+        if t > 0.0 {
+            pos += t;
+        } else {
+            neg -= t;
+        }
+    }
+    if pos > neg {
+        (neg / pos, 1.0)
+    } else if neg > pos {
+        (1.0, pos / neg)
+    } else {
+        (1.0, 1.0)
+    }
 }
 
 fn compact<D: Rows>(x: &D, keep: &[usize]) -> Compact {
