@@ -14,6 +14,10 @@ use std::time::Instant;
 
 use sdca_core::{fit, CsrView, FitParams, Problem, Rows};
 
+#[path = "support/cpu.rs"]
+mod cpu;
+use cpu::cpu_seconds;
+
 fn read<T: Copy + Default>(path: &str, size: usize) -> Vec<T> {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     let n = bytes.len() / size;
@@ -22,14 +26,6 @@ fn read<T: Copy + Default>(path: &str, size: usize) -> Vec<T> {
     // little-endian values of that type written by numpy's `tofile`.
     unsafe { std::ptr::copy_nonoverlapping(bytes.as_ptr(), out.as_mut_ptr() as *mut u8, n * size) };
     out
-}
-
-fn cpu_seconds() -> f64 {
-    // /proc/self/stat fields 14 and 15: user and system time in clock ticks (100 Hz).
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = stat.rsplit(')').next().unwrap_or("");
-    let f: Vec<f64> = after.split_whitespace().map(|v| v.parse().unwrap_or(0.0)).collect();
-    (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0
 }
 
 fn main() {

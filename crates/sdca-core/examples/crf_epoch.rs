@@ -19,6 +19,10 @@
 use sdca_core::crf::{crf_fit, CrfFit, CrfParams, CrfProblem};
 use sdca_core::CsrView;
 
+#[path = "../benches/support/cpu.rs"]
+mod cpu;
+use cpu::cpu_seconds;
+
 fn read<T>(path: &str, width: usize, parse: impl Fn(&[u8]) -> T) -> Vec<T> {
     let bytes = std::fs::read(path).unwrap_or_else(|e| panic!("{path}: {e}"));
     bytes.chunks_exact(width).map(parse).collect()
@@ -30,14 +34,6 @@ fn field(meta: &str, key: &str) -> usize {
         .and_then(|s| s.trim().split([',', '}']).next())
         .and_then(|s| s.trim().parse().ok())
         .unwrap_or_else(|| panic!("{key} missing from the json"))
-}
-
-/// Process CPU seconds (user + system, all threads), from `/proc/self/stat` (100 Hz ticks).
-fn cpu_seconds() -> f64 {
-    let stat = std::fs::read_to_string("/proc/self/stat").unwrap_or_default();
-    let after = stat.rsplit(')').next().unwrap_or("");
-    let f: Vec<f64> = after.split_whitespace().map(|v| v.parse().unwrap_or(0.0)).collect();
-    (f.get(11).copied().unwrap_or(0.0) + f.get(12).copied().unwrap_or(0.0)) / 100.0
 }
 
 fn main() {
