@@ -23,6 +23,11 @@
 //! nu_t(k) = alpha_t(k) b_t(k) / z_t  (t < T),          nu_T(l) = alpha_T(l)
 //! ```
 //!
+//! Both exponentials go through the vectorised `exp` of `crf/vlog.rs`; `alpha_t` is a
+//! vector-matrix product with `E` and `b_t` one with its transpose (kept next to `E`), each
+//! summed row by row with a block of running sums in registers, and the recursion is compiled
+//! for AVX2 where the CPU has it (no fused multiply-add: the same bits either way).
+//!
 //! Every `alpha_t` and `beta_t` is normalised at its own position, so each marginal is a
 //! product of a few numbers of order one divided by a local normaliser: its relative error is a
 //! few ulps whatever `T` is, and `log Z` is a sum of `T` local terms, each with a relative error
@@ -47,6 +52,45 @@
 //! `y_t = k`, `y_{t+1} = l`. A chain of length 1 has no edges.
 
 pub use crate::math::log_sum_exp;
+
+use super::vlog::exp_sub;
+#[cfg(target_arch = "x86_64")]
+use super::vlog::has_avx2;
+
+/// Columns per register block of [`vec_mat`]: sixteen accumulators (four AVX2 registers).
+const COLS: usize = 16;
+
+/// `out[l] = sum_j x[j] m[j][l]` (`m` row-major `x.len() x out.len()`), each sum taken in the
+/// order `j = 0, 1, ...` from `0.0`: the running sums of a block of [`COLS`] columns stay in
+/// registers while the rows stream by.
+#[inline(always)]
+fn vec_mat(x: &[f64], m: &[f64], out: &mut [f64]) {
+    let k = out.len();
+    debug_assert_eq!(m.len(), x.len() * k);
+    let mut c0 = 0;
+    while c0 + COLS <= k {
+        let mut acc = [0.0; COLS];
+        for (j, &xj) in x.iter().enumerate() {
+            let row = &m[j * k + c0..j * k + c0 + COLS];
+            for c in 0..COLS {
+                acc[c] += xj * row[c];
+            }
+        }
+        out[c0..c0 + COLS].copy_from_slice(&acc);
+        c0 += COLS;
+    }
+    if c0 < k {
+        let w = k - c0;
+        let mut acc = [0.0; COLS];
+        for (j, &xj) in x.iter().enumerate() {
+            let row = &m[j * k + c0..j * k + k];
+            for c in 0..w {
+                acc[c] += xj * row[c];
+            }
+        }
+        out[c0..].copy_from_slice(&acc[..w]);
+    }
+}
 
 /// Neumaier's compensated sum: the rounding error of `n` additions stays `O(eps sum |x|)`
 /// instead of `O(n eps sum |x|)` (the sums over the positions of long chains).
@@ -83,6 +127,9 @@ pub struct Transitions {
     scores: Vec<f64>,
     /// `exp(W - max W)`.
     exp: Vec<f64>,
+    /// Its transpose (`exp_t[l * K + k] = exp[k * K + l]`): the backward recursion as a sum of
+    /// rows.
+    exp_t: Vec<f64>,
     /// `max W` (0 for an empty or non-finite matrix).
     max: f64,
 }
@@ -101,8 +148,17 @@ impl Transitions {
         self.scores.extend_from_slice(trans);
         let m = trans.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         self.max = if m.is_finite() { m } else { 0.0 };
-        self.exp.clear();
-        self.exp.extend(trans.iter().map(|&w| (w - self.max).exp()));
+        self.exp.resize(trans.len(), 0.0);
+        exp_sub(trans, self.max, &mut self.exp);
+        self.exp_t.resize(trans.len(), 0.0);
+        let k = (trans.len() as f64).sqrt().round() as usize;
+        if k * k == trans.len() {
+            for (j, row) in self.exp.chunks_exact(k).enumerate() {
+                for (l, &v) in row.iter().enumerate() {
+                    self.exp_t[l * k + j] = v;
+                }
+            }
+        }
     }
 
     /// `W`.
@@ -224,33 +280,58 @@ impl ChainWorkspace {
         edge: &mut [f64],
         strict: bool,
     ) -> Option<f64> {
+        #[cfg(target_arch = "x86_64")]
+        if has_avx2() {
+            // SAFETY: AVX2 is available (checked).
+            return unsafe { self.scaled_avx2(unary, trans, k, node, edge, strict) };
+        }
+        self.scaled_body(unary, trans, k, node, edge, strict)
+    }
+
+    /// [`Self::scaled_body`] compiled for AVX2 (the same bits).
+    #[cfg(target_arch = "x86_64")]
+    #[target_feature(enable = "avx2")]
+    unsafe fn scaled_avx2(
+        &mut self,
+        unary: &[f64],
+        trans: &Transitions,
+        k: usize,
+        node: &mut [f64],
+        edge: &mut [f64],
+        strict: bool,
+    ) -> Option<f64> {
+        self.scaled_body(unary, trans, k, node, edge, strict)
+    }
+
+    #[inline(always)]
+    fn scaled_body(
+        &mut self,
+        unary: &[f64],
+        trans: &Transitions,
+        k: usize,
+        node: &mut [f64],
+        edge: &mut [f64],
+        strict: bool,
+    ) -> Option<f64> {
         let t_len = unary.len() / k;
         let n = t_len * k;
         let (psi, alpha, beta) = (&mut self.psi[..n], &mut self.alpha[..n], &mut self.beta[..n]);
         let (lscale, zs) = (&mut self.lscale[..t_len], &mut self.z[..t_len]);
-        let e = &trans.exp[..k * k];
+        let (e, et) = (&trans.exp[..k * k], &trans.exp_t[..k * k]);
         let floor = if strict { f64::MIN_POSITIVE } else { 0.0 };
         let mut log_z = Sum::default();
         for t in 0..t_len {
             let th = &unary[t * k..(t + 1) * k];
             let m = th.iter().copied().fold(f64::NEG_INFINITY, f64::max);
             let ps = &mut psi[t * k..(t + 1) * k];
-            for (p, &x) in ps.iter_mut().zip(th) {
-                *p = (x - m).exp();
-            }
+            exp_sub(th, m, ps);
             let (done, rest) = alpha.split_at_mut(t * k);
             let a = &mut rest[..k];
             let mut shift = m;
             if t == 0 {
                 a.copy_from_slice(ps);
             } else {
-                a.fill(0.0);
-                let prev = &done[(t - 1) * k..];
-                for (j, &p) in prev.iter().enumerate() {
-                    for (al, &ej) in a.iter_mut().zip(&e[j * k..(j + 1) * k]) {
-                        *al += p * ej;
-                    }
-                }
+                vec_mat(&done[(t - 1) * k..], e, a);
                 for (al, &p) in a.iter_mut().zip(ps.iter()) {
                     *al *= p;
                 }
@@ -284,13 +365,12 @@ impl ChainWorkspace {
             }
             let b = &mut cur[t * k..];
             let al = &alpha[t * k..(t + 1) * k];
+            // b_t(j) = sum_l E[j, l] g(l), as a sum of the rows of E^T.
+            vec_mat(g, et, b);
             let mut z = 0.0;
             let mut top = 0.0f64;
-            for (j, bj) in b.iter_mut().enumerate() {
-                let row = &e[j * k..(j + 1) * k];
-                let v: f64 = row.iter().zip(g.iter()).map(|(x, y)| x * y).sum();
-                *bj = v;
-                z += al[j] * v;
+            for (&a, &v) in al.iter().zip(b.iter()) {
+                z += a * v;
                 top = top.max(v);
             }
             if !(z >= TINY && z.is_finite() && top >= TINY) {

@@ -33,6 +33,6 @@ pub mod sdca;
 mod vlog;
 
 pub use config::{CrfConfig, CrfParams, CrfSampling};
-pub use model::{memory_estimate, CrfProblem, CrfWeights, TokenRows};
+pub use model::{memory_estimate, CrfProblem, CrfWeights, RowRef, TokenRows};
 pub use predict::{crf_marginals, crf_predict, CrfMarginals};
 pub use sdca::{crf_fit, crf_fit_on, CrfFit};

@@ -35,12 +35,29 @@ use crate::error::{Result, SdcaError};
 pub trait TokenRows: Rows {
     /// Calls `f(column, value)` for every stored entry of `row` (dense rows: every non-zero).
     fn for_each_entry<F: FnMut(usize, f64)>(&self, row: usize, f: F);
+    /// The stored entries of `row` as slices (the loops over them need no closure).
+    fn row_ref(&self, row: usize) -> RowRef<'_>;
     /// An upper bound on the number of entries [`TokenRows::for_each_entry`] visits in `rows`.
     fn entries_in(&self, rows: Range<usize>) -> usize;
 }
 
+/// A row's stored entries: sparse `(columns, values)`, or dense values (the non-zeros count).
+#[derive(Debug, Clone, Copy)]
+pub enum RowRef<'a> {
+    /// Column indices and their values.
+    Sparse(&'a [u32], &'a [f64]),
+    /// One value per column.
+    Dense(&'a [f64]),
+}
+
 impl TokenRows for CsrView<'_> {
-    #[inline]
+    #[inline(always)]
+    fn row_ref(&self, row: usize) -> RowRef<'_> {
+        let (idx, val) = self.row(row);
+        RowRef::Sparse(idx, val)
+    }
+
+    #[inline(always)]
     fn for_each_entry<F: FnMut(usize, f64)>(&self, row: usize, mut f: F) {
         let (idx, val) = self.row(row);
         for (&j, &x) in idx.iter().zip(val) {
@@ -54,7 +71,12 @@ impl TokenRows for CsrView<'_> {
 }
 
 impl TokenRows for DenseView<'_> {
-    #[inline]
+    #[inline(always)]
+    fn row_ref(&self, row: usize) -> RowRef<'_> {
+        RowRef::Dense(self.row(row))
+    }
+
+    #[inline(always)]
     fn for_each_entry<F: FnMut(usize, f64)>(&self, row: usize, mut f: F) {
         for (j, &x) in self.row(row).iter().enumerate() {
             if x != 0.0 {
@@ -215,8 +237,45 @@ pub(crate) struct Emission<'w> {
     pub n_attr: usize,
 }
 
+/// Labels per register block of [`unary_scores`]: sixteen running scores (four AVX2 registers).
+const COLS: usize = 16;
+
 /// Unary scores `theta` (`T x K`) of the token rows `rows`.
 pub(crate) fn unary_scores<D: TokenRows>(
+    x: &D,
+    rows: Range<usize>,
+    e: Emission<'_>,
+    bias: (&[f64], &[f64], &[f64]),
+    k: usize,
+    theta: &mut [f64],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if super::vlog::has_avx2() {
+        // SAFETY: AVX2 is available (checked).
+        return unsafe { unary_scores_avx2(x, rows, e, bias, k, theta) };
+    }
+    unary_scores_body(x, rows, e, bias, k, theta);
+}
+
+/// [`unary_scores`] compiled for AVX2 (the same bits: no fused multiply-add).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn unary_scores_avx2<D: TokenRows>(
+    x: &D,
+    rows: Range<usize>,
+    e: Emission<'_>,
+    bias: (&[f64], &[f64], &[f64]),
+    k: usize,
+    theta: &mut [f64],
+) {
+    unary_scores_body(x, rows, e, bias, k, theta);
+}
+
+/// Each score is `bias (+ start) (+ end)` plus the token's entries in their order; with the
+/// labels contiguous in `em`, a block of [`COLS`] scores stays in registers while the token's
+/// entries stream by (one pass over the entries per block).
+#[inline(always)]
+fn unary_scores_body<D: TokenRows>(
     x: &D,
     rows: Range<usize>,
     e: Emission<'_>,
@@ -235,20 +294,59 @@ pub(crate) fn unary_scores<D: TokenRows>(
         if t + 1 == t_len {
             th.iter_mut().zip(end).for_each(|(s, b)| *s += b);
         }
-        x.for_each_entry(row, |a, xv| {
-            if a < e.n_attr {
-                let base = a * e.a_stride;
-                if e.k_stride == 1 {
-                    for (s, wv) in th.iter_mut().zip(&e.em[base..base + k]) {
-                        *s += xv * wv;
+        if e.k_stride == 1 {
+            let mut c0 = 0;
+            while c0 < k {
+                let w = (k - c0).min(COLS);
+                let mut acc = [0.0; COLS];
+                acc[..w].copy_from_slice(&th[c0..c0 + w]);
+                match x.row_ref(row) {
+                    RowRef::Sparse(idx, val) => {
+                        for (&a, &xv) in idx.iter().zip(val) {
+                            add_scaled_row(&mut acc, w, e, a as usize, c0, xv);
+                        }
                     }
-                } else {
+                    RowRef::Dense(val) => {
+                        for (a, &xv) in val.iter().enumerate() {
+                            if xv != 0.0 {
+                                add_scaled_row(&mut acc, w, e, a, c0, xv);
+                            }
+                        }
+                    }
+                }
+                th[c0..c0 + w].copy_from_slice(&acc[..w]);
+                c0 += COLS;
+            }
+        } else {
+            x.for_each_entry(row, |a, xv| {
+                if a < e.n_attr {
+                    let base = a * e.a_stride;
                     for (kk, s) in th.iter_mut().enumerate() {
                         *s += xv * e.em[base + kk * e.k_stride];
                     }
                 }
+            });
+        }
+    }
+}
+
+/// `acc[..w] += xv * E[c0..c0 + w, a]` (labels contiguous; unknown attributes ignored).
+#[inline(always)]
+fn add_scaled_row(acc: &mut [f64; COLS], w: usize, e: Emission<'_>, a: usize, c0: usize, xv: f64) {
+    if a >= e.n_attr {
+        return;
+    }
+    let base = a * e.a_stride + c0;
+    if w == COLS {
+        if let Ok(em) = <&[f64; COLS]>::try_from(&e.em[base..base + COLS]) {
+            for c in 0..COLS {
+                acc[c] += xv * em[c];
             }
-        });
+        }
+    } else {
+        for (s, wv) in acc[..w].iter_mut().zip(&e.em[base..base + w]) {
+            *s += xv * wv;
+        }
     }
 }
 

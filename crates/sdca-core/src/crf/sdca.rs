@@ -77,6 +77,8 @@ use super::config::{CrfConfig, CrfSampling};
 use super::line_search::{search, BlockLine, Memo, Raw, Scalars};
 use super::marginals::{chain_entropy_kl, reserve, zeros, Marginals};
 use super::model::{memory_estimate, unary_scores, CrfProblem, CrfWeights, Emission, Layout, TokenRows};
+#[cfg(target_arch = "x86_64")]
+use super::vlog::has_avx2;
 use crate::data::prefetch;
 use crate::error::{Result, SdcaError};
 use crate::sampling::GapSampler;
@@ -359,6 +361,35 @@ fn oracle<D: TokenRows>(
 fn oracle_scored<D: TokenRows>(
     ctx: &Ctx<'_, '_, D>,
     trans: &Transitions,
+    mu: (&[f64], &[f64]),
+    h_old: f64,
+    s: &mut Slot,
+) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2() {
+        // SAFETY: AVX2 is available (checked).
+        return unsafe { oracle_scored_avx2(ctx, trans, mu, h_old, s) };
+    }
+    oracle_scored_body(ctx, trans, mu, h_old, s);
+}
+
+/// [`oracle_scored`] compiled for AVX2 (the same bits: no fused multiply-add).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn oracle_scored_avx2<D: TokenRows>(
+    ctx: &Ctx<'_, '_, D>,
+    trans: &Transitions,
+    mu: (&[f64], &[f64]),
+    h_old: f64,
+    s: &mut Slot,
+) {
+    oracle_scored_body(ctx, trans, mu, h_old, s);
+}
+
+#[inline(always)]
+fn oracle_scored_body<D: TokenRows>(
+    ctx: &Ctx<'_, '_, D>,
+    trans: &Transitions,
     (mu_n, mu_e): (&[f64], &[f64]),
     h_old: f64,
     s: &mut Slot,
@@ -438,14 +469,7 @@ const LANES: usize = 4;
 fn clique_terms(mu: &[f64], s: &[f64], d: &mut [f64], v: &mut [f64]) -> [f64; 3] {
     let n = mu.len();
     debug_assert!(s.len() == n && d.len() == n && v.len() == n);
-    let mut acc = [[0.0; LANES]; 3];
-    let cell = |acc: &mut [[f64; LANES]; 3], l: usize, m: f64, sc: f64, d: &mut f64, v: &mut f64| {
-        acc[0][l] += m * sc;
-        acc[1][l] += *d * sc;
-        *d -= m;
-        acc[2][l] += *d * sc;
-        *v += *d;
-    };
+    let (mut a0, mut a1, mut a2) = ([0.0; LANES], [0.0; LANES], [0.0; LANES]);
     let body = n - n % LANES;
     for (((m, sc), d), v) in mu[..body]
         .chunks_exact(LANES)
@@ -453,17 +477,34 @@ fn clique_terms(mu: &[f64], s: &[f64], d: &mut [f64], v: &mut [f64]) -> [f64; 3]
         .zip(d[..body].chunks_exact_mut(LANES))
         .zip(v[..body].chunks_exact_mut(LANES))
     {
+        let m: &[f64; LANES] = m.try_into().unwrap_or(&[0.0; LANES]);
+        let sc: &[f64; LANES] = sc.try_into().unwrap_or(&[0.0; LANES]);
+        let mut nu = [0.0; LANES];
+        nu.copy_from_slice(d);
+        let mut dd = [0.0; LANES];
         for l in 0..LANES {
-            cell(&mut acc, l, m[l], sc[l], &mut d[l], &mut v[l]);
+            a0[l] += m[l] * sc[l];
+            a1[l] += nu[l] * sc[l];
+            dd[l] = nu[l] - m[l];
+            a2[l] += dd[l] * sc[l];
+        }
+        d.copy_from_slice(&dd);
+        for l in 0..LANES {
+            v[l] += dd[l];
         }
     }
     for (l, j) in (body..n).enumerate() {
-        cell(&mut acc, l, mu[j], s[j], &mut d[j], &mut v[j]);
+        a0[l] += mu[j] * s[j];
+        a1[l] += d[j] * s[j];
+        d[j] -= mu[j];
+        a2[l] += d[j] * s[j];
+        v[j] += d[j];
     }
-    acc.map(|a| (a[0] + a[1]) + (a[2] + a[3]))
+    [(a0[0] + a0[1]) + (a0[2] + a0[3]), (a1[0] + a1[1]) + (a1[2] + a1[3]), (a2[0] + a2[1]) + (a2[2] + a2[3])]
 }
 
 /// Scales `x` by `c` in place and returns `||c x||^2`, summed in [`LANES`] lanes.
+#[inline(always)]
 fn scale_sq_norm(x: &mut [f64], c: f64) -> f64 {
     let mut acc = [0.0; LANES];
     let mut chunks = x.chunks_exact_mut(LANES);
@@ -497,7 +538,24 @@ fn direction_dot(w: &[f64], lay: Layout, act: &[u32], v_em: &[f64], v_rest: &[f6
 }
 
 /// `mu <- mu + gamma delta` for the block of slot `s` (entries kept `>= 0`).
-fn move_marginals((mu_n, mu_e): (&mut [f64], &mut [f64]), s: &Slot, gamma: f64) {
+fn move_marginals(mu: (&mut [f64], &mut [f64]), s: &Slot, gamma: f64) {
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2() {
+        // SAFETY: AVX2 is available (checked).
+        return unsafe { move_marginals_avx2(mu, s, gamma) };
+    }
+    move_marginals_body(mu, s, gamma);
+}
+
+/// [`move_marginals`] compiled for AVX2 (the same bits).
+#[cfg(target_arch = "x86_64")]
+#[target_feature(enable = "avx2")]
+unsafe fn move_marginals_avx2(mu: (&mut [f64], &mut [f64]), s: &Slot, gamma: f64) {
+    move_marginals_body(mu, s, gamma);
+}
+
+#[inline(always)]
+fn move_marginals_body((mu_n, mu_e): (&mut [f64], &mut [f64]), s: &Slot, gamma: f64) {
     for (m, d) in mu_n.iter_mut().zip(&s.dn) {
         *m = (*m + gamma * d).max(0.0);
     }

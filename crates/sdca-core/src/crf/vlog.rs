@@ -11,6 +11,13 @@
 //! chosen at run time.
 //!
 //! Inputs must be positive normal numbers (callers clamp at `1e-300`).
+//!
+//! [`exp_sub`] exponentiates a slice the same way (the forward-backward's `K^2` transition
+//! factors and `T K` unary factors per oracle, a scalar `exp` call each before): fdlibm's
+//! `exp` (reduce `x = k ln 2 + r`, `|r| <= ln(2)/2`, then `exp(r) = 1 + 2r / (R(r) - r)` with a
+//! degree-5 minimax `R` in `r^2`, scale by `2^k`), error below 1 ulp, branch-free for
+//! `x` in `[-708, 709]`; other inputs (underflow to subnormals or zero, overflow, `NaN`) take
+//! the C library's `exp`.
 
 // musl's constants as printed there (checked against their bit patterns in the tests).
 #[allow(clippy::excessive_precision)]
@@ -33,6 +40,56 @@ const LG6: f64 = 1.531_383_769_920_937_332e-1;
 const LG7: f64 = 1.479_819_860_511_658_591e-1;
 /// `2^52 + 1023`: `from_bits(0x4330... | e) - MAGIC` is the unbiased exponent `e - 1023`.
 const MAGIC: f64 = 4_503_599_627_371_519.0;
+// fdlibm's `exp` constants (`e_exp.c`, checked against their bit patterns in the tests).
+/// `1 / ln 2` (fdlibm's `invln2`, the same bits).
+const INV_LN2: f64 = std::f64::consts::LOG2_E;
+#[allow(clippy::excessive_precision)]
+const P1: f64 = 1.666_666_666_666_660_190_37e-1;
+#[allow(clippy::excessive_precision)]
+const P2: f64 = -2.777_777_777_701_559_338_42e-3;
+#[allow(clippy::excessive_precision)]
+const P3: f64 = 6.613_756_321_437_934_361_17e-5;
+#[allow(clippy::excessive_precision)]
+const P4: f64 = -1.653_390_220_546_525_153_90e-6;
+#[allow(clippy::excessive_precision)]
+const P5: f64 = 4.138_136_797_057_238_460_39e-8;
+/// `1.5 * 2^52`: `x + ROUND - ROUND` rounds `x` (`|x| < 2^51`) to the nearest integer, and the
+/// low bits of `x + ROUND` hold that integer.
+const ROUND: f64 = 6_755_399_441_055_744.0;
+/// Range of [`exp`]'s branch-free path: `2^k` stays a normal number.
+const EXP_LO: f64 = -708.0;
+const EXP_HI: f64 = 709.0;
+
+/// `e^x` (fdlibm's `exp`, < 1 ulp) for `x` in `[-708, 709]`; elsewhere (and for `NaN`) the C
+/// library's.
+#[inline(always)]
+pub(crate) fn exp(x: f64) -> f64 {
+    if !(EXP_LO..=EXP_HI).contains(&x) {
+        return x.exp();
+    }
+    let t = x * INV_LN2 + ROUND;
+    let kf = t - ROUND;
+    let hi = x - kf * LN2_HI;
+    let lo = kf * LN2_LO;
+    let r = hi - lo;
+    let rr = r * r;
+    let c = r - rr * (P1 + rr * (P2 + rr * (P3 + rr * (P4 + rr * P5))));
+    let y = 1.0 - ((lo - (r * c) / (2.0 - c)) - hi);
+    y * f64::from_bits(t.to_bits().wrapping_add(1023) << 52)
+}
+
+/// `out[j] = e^(x[j] - shift)` ([`exp`]), in four lanes (the same bits with or without AVX2).
+pub(crate) fn exp_sub(x: &[f64], shift: f64, out: &mut [f64]) {
+    debug_assert_eq!(x.len(), out.len());
+    #[cfg(target_arch = "x86_64")]
+    if has_avx2() && x.len() == out.len() {
+        // SAFETY: AVX2 is available (checked) and the slices have equal lengths.
+        return unsafe { avx2::exp_sub(x, shift, out) };
+    }
+    for (o, &v) in out.iter_mut().zip(x) {
+        *o = exp(v - shift);
+    }
+}
 
 /// Natural logarithm of a positive normal `x` (musl `log`, < 1 ulp); branch-free.
 #[inline(always)]
@@ -181,6 +238,48 @@ mod avx2 {
         }
     }
 
+    /// [`super::exp`] of four lanes; lanes outside its branch-free range are recomputed by it.
+    #[inline(always)]
+    unsafe fn exp4(x: __m256d) -> __m256d {
+        let t = _mm256_add_pd(_mm256_mul_pd(x, c(INV_LN2)), c(ROUND));
+        let kf = _mm256_sub_pd(t, c(ROUND));
+        let hi = _mm256_sub_pd(x, _mm256_mul_pd(kf, c(LN2_HI)));
+        let lo = _mm256_mul_pd(kf, c(LN2_LO));
+        let r = _mm256_sub_pd(hi, lo);
+        let rr = _mm256_mul_pd(r, r);
+        let mut poly = _mm256_add_pd(c(P4), _mm256_mul_pd(rr, c(P5)));
+        poly = _mm256_add_pd(c(P3), _mm256_mul_pd(rr, poly));
+        poly = _mm256_add_pd(c(P2), _mm256_mul_pd(rr, poly));
+        poly = _mm256_add_pd(c(P1), _mm256_mul_pd(rr, poly));
+        let cc = _mm256_sub_pd(r, _mm256_mul_pd(rr, poly));
+        let q = _mm256_div_pd(_mm256_mul_pd(r, cc), _mm256_sub_pd(c(2.0), cc));
+        let y = _mm256_sub_pd(c(1.0), _mm256_sub_pd(_mm256_sub_pd(lo, q), hi));
+        let bits = _mm256_slli_epi64(_mm256_add_epi64(_mm256_castpd_si256(t), _mm256_set1_epi64x(1023)), 52);
+        let out = _mm256_mul_pd(y, _mm256_castsi256_pd(bits));
+        let inside =
+            _mm256_and_pd(_mm256_cmp_pd(x, c(EXP_LO), _CMP_GE_OQ), _mm256_cmp_pd(x, c(EXP_HI), _CMP_LE_OQ));
+        if _mm256_movemask_pd(inside) == 0b1111 {
+            return out;
+        }
+        let mut v = [0.0; LANES];
+        _mm256_storeu_pd(v.as_mut_ptr(), x);
+        _mm256_loadu_pd(v.map(super::exp).as_ptr())
+    }
+
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn exp_sub(x: &[f64], shift: f64, out: &mut [f64]) {
+        let sh = c(shift);
+        let mut i = 0;
+        while i + LANES <= x.len() {
+            let v = exp4(_mm256_sub_pd(_mm256_loadu_pd(x.as_ptr().add(i)), sh));
+            _mm256_storeu_pd(out.as_mut_ptr().add(i), v);
+            i += LANES;
+        }
+        for j in i..x.len() {
+            out[j] = super::exp(x[j] - shift);
+        }
+    }
+
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn line_terms(mu: &[f64], d: &[f64], gamma: f64) -> [f64; 3] {
         let (g, floor) = (c(gamma), c(1e-300));
@@ -228,9 +327,11 @@ mod avx2 {
     }
 }
 
+/// Whether the CPU has AVX2 (the kernels compiled for it give the same bits as the portable
+/// ones: no fused multiply-add, the same order of operations).
 #[cfg(target_arch = "x86_64")]
 #[inline]
-fn has_avx2() -> bool {
+pub(crate) fn has_avx2() -> bool {
     std::arch::is_x86_feature_detected!("avx2")
 }
 
@@ -295,6 +396,50 @@ mod tests {
         ];
         for (x, b) in bits {
             assert_eq!(x.to_bits(), b, "{x}");
+        }
+    }
+
+    #[test]
+    fn exp_constants_are_fdlibms() {
+        let bits = [
+            (INV_LN2, 0x3ff7_1547_652b_82feu64),
+            (P1, 0x3fc5_5555_5555_553e),
+            (P2, 0xbf66_c16c_16be_bd93),
+            (P3, 0x3f11_566a_af25_de2c),
+            (P4, 0xbebb_bd41_c5d2_6bf1),
+            (P5, 0x3e66_3769_72be_a4d0),
+        ];
+        for (x, b) in bits {
+            assert_eq!(x.to_bits(), b, "{x}");
+        }
+    }
+
+    #[test]
+    fn exp_is_within_one_ulp_of_std_and_the_same_in_every_lane() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(3);
+        let mut worst: f64 = 0.0;
+        let mut xs: Vec<f64> = (0..100_000).map(|_| rng.random_range(-760.0..720.0)).collect();
+        xs.extend((0..100_000).map(|_| rng.random_range(-3.0..3.0)));
+        xs.extend([0.0, -0.0, 1.0, -1.0, EXP_LO, EXP_HI, -745.2, -746.0, 710.0, f64::NAN]);
+        xs.extend([f64::NEG_INFINITY, f64::INFINITY, 1e-300, -1e-18, 0.5 * std::f64::consts::LN_2]);
+        for &x in &xs {
+            let (a, b) = (exp(x), x.exp());
+            if b.is_normal() && a.is_finite() {
+                worst = worst.max(ulps(a, b));
+            } else {
+                assert!(a == b || (a.is_nan() && b.is_nan()) || (a - b).abs() < 1e-300, "{x}: {a} vs {b}");
+            }
+        }
+        // fdlibm's bound is 1 ulp against the exact value; std's own rounding adds up to 0.5.
+        assert!(worst <= 1.5, "worst {worst} ulps");
+        assert_eq!(exp(0.0), 1.0);
+        for len in [0usize, 1, 3, 4, 5, 9, xs.len()] {
+            let mut out = vec![0.0; len];
+            exp_sub(&xs[..len], 0.25, &mut out);
+            for (o, &x) in out.iter().zip(&xs) {
+                let e = exp(x - 0.25);
+                assert!(o.to_bits() == e.to_bits() || (o.is_nan() && e.is_nan()), "{x}");
+            }
         }
     }
 
