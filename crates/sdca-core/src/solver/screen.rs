@@ -212,6 +212,10 @@ enum Compact {
 /// The factors `(f_pos, f_neg)` that make `sum_k terms_k` zero when the positive terms are
 /// scaled by `f_pos` and the negative ones by `f_neg`: the larger side scaled down to the
 /// smaller (the Lasso's dual with an intercept needs `sum_i s_i theta_i = 0`; module docs).
+/// When the ratio of the sides is below the normal range, both are zeroed: a subnormal or
+/// underflowed factor loses the balance it is meant to make (fuzz: one positive term `7e-212`
+/// against `1e152`, the negative side scaled to 0 and the positive left whole), and the zero
+/// dual is always feasible.
 pub(crate) fn balancing(terms: impl Iterator<Item = f64>) -> (f64, f64) {
     let (mut pos, mut neg) = (0.0, 0.0);
     for t in terms {
@@ -221,12 +225,16 @@ pub(crate) fn balancing(terms: impl Iterator<Item = f64>) -> (f64, f64) {
             neg -= t;
         }
     }
-    if pos > neg {
-        (neg / pos, 1.0)
-    } else if neg > pos {
-        (1.0, pos / neg)
+    if pos == neg {
+        return (1.0, 1.0);
+    }
+    let ratio = pos.min(neg) / pos.max(neg);
+    if ratio < f64::MIN_POSITIVE {
+        (0.0, 0.0)
+    } else if pos > neg {
+        (ratio, 1.0)
     } else {
-        (1.0, 1.0)
+        (1.0, ratio)
     }
 }
 
@@ -333,6 +341,22 @@ mod tests {
     use crate::config::FitParams;
     use crate::solver::testing::toy;
     use crate::solver::{fit, fit_path, PathParams};
+
+    /// The sides balance exactly in the normal range, and a side too small to scale the other
+    /// to (a subnormal or underflowed factor) zeroes both.
+    #[test]
+    fn balancing_keeps_the_sum_zero_or_gives_zero() {
+        let scaled = |terms: &[f64]| {
+            let (p, q) = balancing(terms.iter().copied());
+            terms.iter().map(|&t| t * if t > 0.0 { p } else { q }).sum::<f64>()
+        };
+        assert_eq!(scaled(&[3.0, -1.0, -0.5]), 0.0);
+        assert_eq!(balancing([2.0, -2.0].into_iter()), (1.0, 1.0));
+        assert_eq!(balancing([0.0, -0.0].into_iter()), (1.0, 1.0));
+        assert_eq!(balancing([7e-212, -1e152, -1e150].into_iter()), (0.0, 0.0));
+        assert_eq!(balancing([1e-300, -1e10].into_iter()), (0.0, 0.0));
+        assert_eq!(balancing([0.0, -1.0].into_iter()), (0.0, 0.0));
+    }
 
     const SMOOTH: [(&str, bool); 4] =
         [("squared", false), ("logistic", true), ("smooth_hinge", true), ("squared_hinge", true)];
