@@ -72,18 +72,27 @@ pub struct PathKwargs {
 }
 
 impl PathKwargs {
-    /// The checked path (grid and fit options).
+    /// The checked path (grid and fit options) of `fit_path`: one `l1_ratio` at most.
     pub fn checked(&self) -> PolarsResult<PathConfig> {
         self.path.check(&self.params).map_err(crate::error::param)
     }
 
-    /// The kwargs of one fit of the path: the fit's options at the representative penalty, for
-    /// the code shared with `fit` (input conversion, policies, model metadata).
+    /// The checked paths of `fit_cv`: one per `l1_ratio` value, in the order given (one
+    /// without an `l1_ratio`).
+    pub fn checked_each(&self) -> PolarsResult<Vec<PathConfig>> {
+        self.path.check_each(&self.params).map_err(crate::error::param)
+    }
+
+    /// The kwargs of one fit of the (first) path: the fit's options at the representative
+    /// penalty, for the code shared with `fit` (input conversion, policies, model metadata;
+    /// the paths of several `l1_ratio` values differ only in `l1` and `l2`).
     pub fn fit_kwargs(&self) -> PolarsResult<FitKwargs> {
+        let first = self.checked_each()?.into_iter().next();
+        let first = first.ok_or_else(|| compute("internal error: no path to fit; please report".into()))?;
         Ok(FitKwargs {
             layout: self.layout.clone(),
             on_error: self.on_error.clone(),
-            params: self.checked()?.representative(),
+            params: first.representative(),
         })
     }
 }

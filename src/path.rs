@@ -3,11 +3,12 @@
 //! The inputs are `fit`'s (label, features, weights), and for `fit_cv` optionally a fold column
 //! last; the numbers come from `sdca_core::solver::fit_path` and `sdca_core::cv`. A path is one
 //! `List` of model structs (one per grid value, in decreasing order, each with its own `l1` and
-//! `l2`); a cross-validation is one struct: the model refit at the chosen value and the curve
-//! of held-out scores as lists, so a user can plot it.
+//! `l2`); a cross-validation is one struct: the model refit at the chosen value and the curves
+//! of held-out scores as lists, one entry per (`l1_ratio`, value) pair with the `l1_ratio` as a
+//! list of its own, so that `explode` gives a long frame with one curve per ratio to plot.
 
 use polars::prelude::*;
-use sdca_core::cv::{self, CvConfig, CvResult};
+use sdca_core::cv::{self, Curve, CvConfig, CvResult, Pick};
 use sdca_core::solver::{fit_path, Path, PathConfig};
 use sdca_core::FitResult;
 
@@ -52,12 +53,15 @@ pub fn cv_fields(label: &DataType, multiclass: bool) -> Vec<Field> {
     vec![
         Field::new("model".into(), Struct(model_fields(label, multiclass))),
         Field::new("penalty".into(), String),
+        Field::new("l1_ratio".into(), list(Float64)),
         Field::new("values".into(), list(Float64)),
         Field::new("mean".into(), list(Float64)),
         Field::new("se".into(), list(Float64)),
         Field::new("fold_scores".into(), list(list(Float64))),
         Field::new("best".into(), Float64),
         Field::new("chosen".into(), Float64),
+        Field::new("best_l1_ratio".into(), Float64),
+        Field::new("chosen_l1_ratio".into(), Float64),
         Field::new("scoring".into(), String),
     ]
 }
@@ -65,6 +69,9 @@ pub fn cv_fields(label: &DataType, multiclass: bool) -> Vec<Field> {
 /// Checks the kwargs when the plan is built: the path and, for `fit_cv`, the folds and scoring
 /// against the loss. Returns `fit`'s kwargs for the shared checks.
 pub fn check(kw: &PathKwargs) -> PolarsResult<FitKwargs> {
+    if kw.cv.is_none() {
+        kw.checked()?; // a path runs one l1_ratio
+    }
     let fit_kw = kw.fit_kwargs()?;
     if kw.layout.has_warm_start {
         return Err(compute(
@@ -199,9 +206,12 @@ fn folds(
 pub fn cross_validate(inputs: &[Series], kw: &PathKwargs) -> PolarsResult<Series> {
     let fit_kw = check(kw)?;
     fit::check_policies(&fit_kw)?;
-    let mut config = kw.checked()?;
-    config.interrupt = interrupt::arm();
-    let cfg = config.config(None).map_err(param)?;
+    let mut configs = kw.checked_each()?;
+    let armed = interrupt::arm();
+    configs.iter_mut().for_each(|c| c.interrupt = armed);
+    let first =
+        configs.first().ok_or_else(|| compute("internal error: no path to fit; please report".into()))?;
+    let cfg = first.config(None).map_err(param)?;
     let c =
         kw.cv.as_ref().ok_or_else(|| compute("internal error: fit_cv without cv; please report".into()))?;
     let c = c.check(cfg.loss).map_err(param)?;
@@ -211,22 +221,22 @@ pub fn cross_validate(inputs: &[Series], kw: &PathKwargs) -> PolarsResult<Series
     let result = fit::prepare(data, &fit_kw, &cfg).and_then(|g| {
         let ids = folds(&g, fold_column, &c, &cfg)?;
         let k = ids.iter().max().map_or(1, |&m| m as usize + 1);
-        let parallel = threads::resolve(None, k, u64::MAX) > 1;
+        let parallel = threads::resolve(None, k * configs.len(), u64::MAX) > 1;
         let work = || {
             on_problem(
                 &g,
                 &cfg,
-                |p| cv::cross_validate(p, &config, &ids, &c, parallel),
-                |p| cv::cross_validate(p, &config, &ids, &c, parallel),
+                |p| cv::cross_validate(p, &configs, &ids, &c, parallel),
+                |p| cv::cross_validate(p, &configs, &ids, &c, parallel),
             )
         };
         let result = match threads::pool().filter(|_| parallel) {
             Some(pool) => pool.install(work)?,
             None => work()?,
         };
-        let chosen = result.values[result.chosen];
-        let model =
-            model_row(label.name(), &meta_at(&meta, &config, chosen)?, &result.model, &g, g.labels.y.len())?;
+        let config = &configs[result.chosen.path];
+        let meta = meta_at(&meta, config, result.chosen_value())?;
+        let model = model_row(label.name(), &meta, &result.model, &g, g.labels.y.len())?;
         cv_row(label.name(), model, Some(&result))
     });
     match result {
@@ -238,30 +248,51 @@ pub fn cross_validate(inputs: &[Series], kw: &PathKwargs) -> PolarsResult<Series
     }
 }
 
-/// One row of the cross-validation struct (`None`: a failed group, nulls but the model).
+/// One row of the cross-validation struct (`None`: a failed group, nulls but the model): the
+/// curves concatenated, one entry per (`l1_ratio`, value) pair.
 fn cv_row(name: &PlSmallStr, model: Series, r: Option<&CvResult>) -> PolarsResult<Series> {
-    let f64s = |field: &str, v: Option<&[f64]>| -> PolarsResult<Series> {
+    let all = |f: fn(&Curve) -> &[f64]| -> Option<Vec<f64>> {
+        r.map(|r| r.curves.iter().flat_map(|c| f(c).iter().copied()).collect())
+    };
+    let f64s = |field: &str, v: Option<Vec<f64>>| -> PolarsResult<Series> {
         match v {
-            Some(v) => output::f64_list(field, v),
+            Some(v) => output::f64_list(field, &v),
             None => Ok(Series::full_null(field.into(), 1, &list(DataType::Float64))),
         }
     };
+    let ratios = match r {
+        Some(r) => {
+            let each: Vec<Option<f64>> =
+                r.curves.iter().flat_map(|c| vec![c.l1_ratio; c.values.len()]).collect();
+            Series::new("".into(), each).implode()?.into_series().with_name("l1_ratio".into())
+        }
+        None => Series::full_null("l1_ratio".into(), 1, &list(DataType::Float64)),
+    };
     let fold_scores = match r {
         Some(r) => {
-            let flat: Vec<f64> = r.fold_scores.iter().flatten().copied().collect();
-            output::matrix("fold_scores", &flat, r.fold_scores.len())?
+            let k = r.curves.first().map_or(0, |c| c.fold_scores.len());
+            // Fold-major: each fold's scores over every curve, in the order of `values`.
+            let flat: Vec<f64> = (0..k)
+                .flat_map(|f| r.curves.iter().flat_map(move |c| c.fold_scores[f].iter().copied()))
+                .collect();
+            output::matrix("fold_scores", &flat, k)?
         }
         None => Series::full_null("fold_scores".into(), 1, &list(list(DataType::Float64))),
     };
+    let at = |p: fn(&CvResult) -> Pick, r: &CvResult| r.curves[p(r).path].values[p(r).value];
+    let ratio_at = |p: fn(&CvResult) -> Pick, r: &CvResult| r.curves[p(r).path].l1_ratio;
     let cols = [
         model.with_name("model".into()),
         Series::new("penalty".into(), [r.map(|r| r.penalty.name())]),
-        f64s("values", r.map(|r| r.values.as_slice()))?,
-        f64s("mean", r.map(|r| r.mean.as_slice()))?,
-        f64s("se", r.map(|r| r.se.as_slice()))?,
+        ratios,
+        f64s("values", all(|c| &c.values))?,
+        f64s("mean", all(|c| &c.mean))?,
+        f64s("se", all(|c| &c.se))?,
         fold_scores,
-        Series::new("best".into(), [r.map(|r| r.values[r.best])]),
-        Series::new("chosen".into(), [r.map(|r| r.values[r.chosen])]),
+        Series::new("best".into(), [r.map(|r| at(|r| r.best, r))]),
+        Series::new("chosen".into(), [r.map(|r| at(|r| r.chosen, r))]),
+        Series::new("best_l1_ratio".into(), [r.and_then(|r| ratio_at(|r| r.best, r))]),
+        Series::new("chosen_l1_ratio".into(), [r.and_then(|r| ratio_at(|r| r.chosen, r))]),
         Series::new("scoring".into(), [r.map(|r| r.scoring.name())]),
     ];
     Ok(StructChunked::from_series(name.clone(), 1, cols.iter())?.into_series())

@@ -140,3 +140,156 @@ def test_cv_errors() -> None:
         df.select(ps.fit_cv("y", ["x"], fold_column="fold"))
     with pytest.raises(pl.exceptions.ComputeError, match=r"fold [01] hold a single class"):
         df.with_columns(fold=pl.Series([0, 0, 1, 1])).select(ps.fit_cv("y", ["x"], fold_column="fold"))
+
+
+# ------------------------------------------------------------------------------------------
+# Several elastic-net mixings: l1_ratio as a list
+# ------------------------------------------------------------------------------------------
+
+RATIOS = [0.2, 0.6, 1.0]
+
+
+def _curve(cv: dict, rho: float) -> dict[str, list]:
+    """The entries of one ratio's curve in a fit_cv struct."""
+    keep = [i for i, r in enumerate(cv["l1_ratio"]) if r == rho]
+    assert keep == list(range(keep[0], keep[-1] + 1)), "a ratio's pairs are consecutive"
+    return {
+        "values": [cv["values"][i] for i in keep],
+        "mean": [cv["mean"][i] for i in keep],
+        "se": [cv["se"][i] for i in keep],
+        "fold_scores": [[s[i] for i in keep] for s in cv["fold_scores"]],
+    }
+
+
+@pytest.mark.parametrize(("loss", "classification"), [("logistic", True), ("squared", False)])
+def test_several_l1_ratios_equal_a_fold_loop_of_plain_fits(loss: str, classification: bool) -> None:
+    """Each (ratio, value)'s fold score against plain fits at that pair (l2 = l1 (1 - rho) / rho)
+    on the fold's training rows, scored on its held-out rows; each ratio's grid is that ratio's
+    own path on all rows (its own exact l1_max)."""
+    df = _frame(160, 6, seed=6, classification=classification)
+    feats = _features(df)
+    scoring = "log_loss" if classification else "squared_error"
+    tol = 1e-12
+    opts = {"loss": loss, "n_l1": 5, "l1_min_ratio": 2e-2, "tol": tol, "max_epochs": 100_000}
+    cv = df.select(ps.fit_cv("y", feats, fold_column="fold", l1_ratio=RATIOS, **opts)).item()
+    assert cv["l1_ratio"] == [rho for rho in RATIOS for _ in range(5)]
+    X, y = df.select(feats).to_numpy(), df["y"].to_numpy()
+    folds = sorted(df["fold"].unique())
+    for rho in RATIOS:
+        curve = _curve(cv, rho)
+        alone = df.select(ps.fit_path("y", feats, l1_ratio=rho, **opts)).item()
+        assert curve["values"] == [m["l1"] for m in alone], f"ratio {rho}: its own grid"
+        for k, f in enumerate(folds):
+            train, test = df.filter(pl.col("fold") != f), (df["fold"] == f).to_numpy()
+            for v, l1 in enumerate(curve["values"]):
+                l2 = l1 * (1.0 - rho) / rho
+                m = train.select(
+                    ps.fit("y", feats, loss=loss, l1=l1, l2=l2, tol=tol, max_epochs=100_000)
+                ).item()
+                assert m["converged"], (rho, f, l1)
+                want = _score(scoring, X[test] @ np.array(m["coef"]) + m["intercept"], y[test])
+                got = curve["fold_scores"][k][v]
+                # Both models are certified to a relative gap of 1e-12: for l2 > 0 within
+                # sqrt(2 gap / l2) <~ 1e-6 of the optimum, for the Lasso (rho = 1) within an
+                # objective of 1e-12 relative. The held-out scores agree far closer than 1e-5.
+                assert got == pytest.approx(want, rel=1e-5, abs=1e-9), (rho, f, l1)
+        means = np.mean(curve["fold_scores"], axis=0)
+        np.testing.assert_allclose(curve["mean"], means, rtol=1e-12)
+        np.testing.assert_allclose(
+            curve["se"], np.std(curve["fold_scores"], axis=0, ddof=1) / 2.0, rtol=1e-10
+        )
+    # The refit model is the plain fit at the chosen pair.
+    rho, l1 = cv["chosen_l1_ratio"], cv["chosen"]
+    assert cv["model"]["l1"] == l1
+    assert cv["model"]["l2"] == pytest.approx(l1 * (1.0 - rho) / rho, rel=1e-15, abs=0.0)
+    refit = df.select(ps.fit("y", feats, loss=loss, l1=l1, l2=cv["model"]["l2"], tol=tol, max_epochs=100_000))
+    refit_model = refit.item()
+    assert abs(refit_model["primal"] - cv["model"]["primal"]) <= refit_model["gap"] + cv["model"]["gap"]
+
+
+@pytest.mark.parametrize("select", ["best", "one_standard_error"])
+def test_chosen_pair_is_the_argmin_over_single_ratio_calls(select: str) -> None:
+    df = _frame(200, 8, seed=7, classification=False)
+    feats = _features(df)
+    opts = {"loss": "squared", "n_l1": 8, "folds": 4, "seed": 3, "tol": 1e-10, "select": select}
+    ratios = [0.9, 0.1, 0.5]  # any order: curves and ties follow it
+    cv = df.select(ps.fit_cv("y", feats, l1_ratio=ratios, **opts)).item()
+    singles = {rho: df.select(ps.fit_cv("y", feats, l1_ratio=rho, **opts)).item() for rho in ratios}
+    pairs = []  # (mean, se, ratio index, value index, value) over every single call's curve
+    for r, (rho, alone) in enumerate(singles.items()):
+        curve = _curve(cv, rho)
+        # The same seed draws the same folds for every ratio: each curve is the single call's.
+        assert curve == {k: alone[k] for k in ("values", "mean", "se", "fold_scores")}, rho
+        pairs += [
+            (m, s, r, v, x)
+            for v, (m, s, x) in enumerate(zip(alone["mean"], alone["se"], alone["values"], strict=True))
+        ]
+    best = min(pairs, key=lambda p: p[0])  # first on ties: ratio order, then value order
+    assert (cv["best_l1_ratio"], cv["best"]) == (ratios[best[2]], best[4])
+    if select == "best":
+        chosen = best
+    else:
+        within = [p for p in pairs if p[0] <= best[0] + best[1]]
+        chosen = min(within, key=lambda p: (p[3], p[0]))  # nearest its path's top, better mean
+        assert chosen[3] <= best[3]
+    assert (cv["chosen_l1_ratio"], cv["chosen"]) == (ratios[chosen[2]], chosen[4])
+    alone = singles[ratios[chosen[2]]]
+    if alone["chosen"] == cv["chosen"]:
+        assert cv["model"] == alone["model"], "the refit is the single call's refit at that pair"
+
+
+def test_l1_ratio_curves_explode_to_one_row_per_pair_and_accept_arrays() -> None:
+    df = _frame(120, 4, seed=8, classification=True)
+    feats = _features(df)
+    opts = {"n_l1": 4, "folds": 3}
+    out = df.select(ps.fit_cv("y", feats, l1_ratio=[0.5, 1.0], **opts))
+    curves = out.unnest("y").select("l1_ratio", "values", "mean", "se").explode(pl.all())
+    assert curves.height == 8
+    assert curves.group_by("l1_ratio", maintain_order=True).len().rows() == [(0.5, 4), (1.0, 4)]
+    for same in ((0.5, 1.0), np.array([0.5, 1.0])):
+        assert df.select(ps.fit_cv("y", feats, l1_ratio=same, **opts)).item() == out.item()
+    # One ratio (a number or a one-item list) and none keep the one-curve shape.
+    one = df.select(ps.fit_cv("y", feats, l1_ratio=0.5, **opts)).item()
+    assert one == df.select(ps.fit_cv("y", feats, l1_ratio=[0.5], **opts)).item()
+    assert set(one["l1_ratio"]) == {0.5}
+    assert one["chosen_l1_ratio"] == 0.5
+    plain = df.select(ps.fit_cv("y", feats, l2=1e-3, **opts)).item()
+    assert set(plain["l1_ratio"]) == {None}
+    assert plain["chosen_l1_ratio"] is None
+
+
+def test_several_l1_ratios_in_groups_equal_per_group_calls() -> None:
+    df = _frame(300, 5, seed=9, classification=True)
+    feats = _features(df)
+    opts = {"l1_ratio": [0.3, 0.8], "n_l1": 4, "folds": 3, "tol": 1e-8}
+    agg = df.group_by("g").agg(pl.col("y").sdca.fit_cv(feats, **opts).alias("y")).sort("g")
+    grouped = df.select(ps.fit_groups("y", feats, by="g", kind="cv", **opts)).unnest("y").sort("g")
+    assert_frame_equal(agg, grouped)
+    for g, cv in zip(agg["g"], agg["y"], strict=True):
+        alone = df.filter(pl.col("g") == g).select(ps.fit_cv("y", feats, **opts)).item()
+        assert cv == alone
+        assert cv["l1_ratio"] == [0.3] * 4 + [0.8] * 4
+
+
+def test_bad_l1_ratios_are_refused() -> None:
+    for bad, match in [
+        ([], "l1_ratio is empty"),
+        ([0.5, 0.0], r"l1_ratio.*got 0; each value must be in \(0, 1\]"),
+        ([1.5], r"must be in \(0, 1\]"),
+        ([0.5, float("nan")], r"got NaN; each value must be in \(0, 1\]"),
+        ([0.5, 0.2, 0.5], "0.5 is given twice; pass each value once"),
+    ]:
+        with pytest.raises(ValueError, match=match):
+            ps.fit_cv("y", ["x"], l1_ratio=bad)
+    with pytest.raises(TypeError, match="each l1_ratio must be a number"):
+        ps.fit_cv("y", ["x"], l1_ratio=[0.5, "a"])  # type: ignore[list-item]
+    with pytest.raises(TypeError, match=r"^l1_ratio must be a number, got str"):
+        ps.fit_cv("y", ["x"], l1_ratio="0.5")  # type: ignore[typeddict-item]
+    with pytest.raises(ValueError, match=r"a path runs one l1_ratio, got 2 values.*fit_cv"):
+        ps.fit_path("y", ["x"], l1_ratio=[0.5, 1.0])
+    with pytest.raises(ValueError, match="a path runs one l1_ratio"):
+        ps.fit_groups("y", ["x"], by="g", kind="path", l1_ratio=[0.5, 1.0])
+    with pytest.raises(ValueError, match="drop l2 or l1_ratio"):
+        ps.fit_cv("y", ["x"], l1_ratio=[0.5, 1.0], l2=1e-3)
+    with pytest.raises(ValueError, match="l1_ratio ties l2 to l1 along an l1 path"):
+        ps.fit_cv("y", ["x"], l1_ratio=[0.5, 1.0], n_l2=3)

@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pytest
 from sklearn.datasets import load_diabetes, load_iris
-from sklearn.linear_model import LassoCV
+from sklearn.linear_model import ElasticNetCV, LassoCV
 from sklearn.metrics import accuracy_score, log_loss, mean_squared_error
 from sklearn.model_selection import KFold, StratifiedKFold
 from sklearn.utils.estimator_checks import parametrize_with_checks
@@ -27,8 +27,31 @@ from polars_sdca.sklearn import SDCAClassifier, SDCAClassifierCV, SDCARegressor,
 # estimators pass the sample-weight checks on their data all the same: `auto` runs Newton (the
 # classifier's ridge) or coordinate descent (the regressor's L1 path) far past tol, and these
 # folds choose the same value.
+#
+# With several l1_ratio values the choice runs over more (ratio, l1) pairs, and on the checks'
+# data the repeated and the weighted rows pick different pairs (one ratio does too on random
+# data like the check's: l1_ratio=0.5 alone picked alpha 0.041 weighted, 0.0088 repeated): they are
+# expected failures there (strict: they must fail), as scikit-learn marks them for its CV
+# estimators.
+def _expected_failures(estimator: Any) -> dict[str, str]:
+    ratios = getattr(estimator, "l1_ratios", None) or estimator.l1_ratio
+    if isinstance(ratios, list) and len(ratios) > 1:
+        why = "repeated rows move between folds unlike weighted ones: another (l1_ratio, l1) pair"
+        return {f"check_sample_weight_equivalence_on_{kind}_data": why for kind in ("dense", "sparse")}
+    return {}
+
+
 @pytest.mark.filterwarnings("ignore::sklearn.exceptions.ConvergenceWarning")
-@parametrize_with_checks([SDCAClassifierCV(), SDCARegressorCV(l1s=20)], xfail_strict=True)
+@parametrize_with_checks(
+    [
+        SDCAClassifierCV(),
+        SDCARegressorCV(l1s=20),
+        SDCAClassifierCV(Cs=None, l1s=5, l1_ratios=[0.5, 1.0]),
+        SDCARegressorCV(l1s=10, l1_ratio=[0.5, 1.0]),
+    ],
+    expected_failed_checks=_expected_failures,
+    xfail_strict=True,
+)
 def test_sklearn_api_checks(estimator: Any, check: Any) -> None:
     check(estimator)
 
@@ -160,3 +183,77 @@ def test_l1_ratio_ties_l2_to_l1_like_elastic_net_cv() -> None:
     assert np.allclose(reg.coef_, ref.coef_, atol=1e-6)
     with pytest.raises(ValueError, match="l1_ratio"):
         SDCARegressorCV(l1s=None, Cs=3, l1_ratio=rho).fit(X, y)
+
+
+# ------------------------------------------------------------------------------------------
+# Several elastic-net mixings
+# ------------------------------------------------------------------------------------------
+
+
+def test_regressor_l1_ratios_match_elastic_net_cv_on_diabetes() -> None:
+    """ElasticNetCV(l1_ratio=[...]) on scikit-learn's bundled diabetes data, the same folds
+    given to both. Without an intercept both solve the same problem per fold, ElasticNet's
+    ``||y - Xw||^2 / (2n) + alpha rho ||w||_1 + alpha (1 - rho) ||w||^2 / 2`` being ours at
+    ``l1 = alpha rho``, ``l2 = alpha (1 - rho)``; both grids are 100 values from each ratio's
+    exact top (``max |X^T y| / n``, ours as ``l1``, theirs as ``alpha = l1 / rho``) down by 1e-3."""
+    X, y = load_diabetes(return_X_y=True)
+    y = (y - y.mean()) / 100.0
+    ratios = [0.1, 0.5, 0.9, 1.0]
+    folds = list(KFold(5, shuffle=True, random_state=0).split(X))
+    ours = SDCARegressorCV(l1s=100, l1_ratio=ratios, cv=folds, fit_intercept=False, **TIGHT).fit(X, y)
+    ref = ElasticNetCV(l1_ratio=ratios, cv=folds, fit_intercept=False, tol=1e-14, max_iter=1_000_000).fit(
+        X, y
+    )
+    assert ours.scores_.shape == (4, 5, 100)
+    np.testing.assert_allclose(ours.alphas_, ref.alphas_ * np.array(ratios)[:, None], rtol=1e-12)
+    # mse_path_ is (n_l1_ratios, n_alphas, n_folds). Our fits are certified to a relative gap of
+    # 1e-12 (theirs run to tol 1e-14): the held-out errors agree to a few 1e-7.
+    np.testing.assert_allclose(ours.scores_, ref.mse_path_.transpose(0, 2, 1), rtol=1e-5)
+    assert ours.l1_ratio_ == ref.l1_ratio_
+    assert ours.l1_ / ours.l1_ratio_ == pytest.approx(ref.alpha_, rel=1e-12)
+    assert ours.l1_ + ours.l2_ == pytest.approx(ref.alpha_, rel=1e-12)
+    np.testing.assert_allclose(ours.coef_, ref.coef_, rtol=1e-5, atol=1e-7)
+
+
+def test_classifier_l1_ratios_choose_the_argmin_over_single_ratio_fits() -> None:
+    X, y = _binary_iris()
+    ratios = [0.2, 0.5, 0.8]
+    # Down to l1_max / 100: below, the tied l2 is small and the logistic fits slow to a gap of
+    # 1e-12 (1.0, the Lasso, is exercised by the regressor against ElasticNetCV).
+    opts: dict[str, Any] = {"Cs": None, "l1s": 6, "l1_min_ratio": 1e-2, "cv": 4, "random_state": 1, **TIGHT}
+    clf = SDCAClassifierCV(l1_ratios=ratios, **opts).fit(X, y)
+    assert clf.scores_[clf.classes_[1]].shape == (3, 4, 6)
+    assert clf.values_.shape == (3, 6)
+    singles = [SDCAClassifierCV(l1_ratio=rho, **opts).fit(X, y) for rho in ratios]
+    for r, alone in enumerate(singles):
+        # The same random_state draws the same folds for every ratio.
+        np.testing.assert_array_equal(clf.scores_[clf.classes_[1]][r], alone.scores_[alone.classes_[1]])
+        np.testing.assert_array_equal(clf.values_[r], alone.values_)
+        assert alone.l1_ratio_ is not None
+        assert alone.l1_ratio_.tolist() == [ratios[r]]
+    means = [alone.scores_[alone.classes_[1]].mean(axis=0).min() for alone in singles]
+    r = int(np.argmin(means))
+    assert clf.l1_ratio_ is not None
+    assert clf.l1_ratio_.tolist() == [ratios[r]]
+    np.testing.assert_array_equal(clf.coef_, singles[r].coef_)
+    assert clf.l1_[0] == singles[r].l1_[0]
+    assert clf.l2_[0] == pytest.approx(clf.l1_[0] * (1 - ratios[r]) / ratios[r], rel=1e-15)
+    # l1_ratio (ElasticNetCV's spelling) takes the same list.
+    same = SDCAClassifierCV(l1_ratio=ratios, **opts).fit(X, y)
+    np.testing.assert_array_equal(same.coef_, clf.coef_)
+
+
+def test_bad_l1_ratios_are_refused_by_the_estimators() -> None:
+    X, y = _binary_iris()
+    with pytest.raises(ValueError, match="in l1_ratio or in l1_ratios, not both"):
+        SDCAClassifierCV(Cs=None, l1s=3, l1_ratio=0.5, l1_ratios=[0.5]).fit(X, y)
+    with pytest.raises(ValueError, match=r"l1_ratios ties l2 to l1 along an l1 path.*Cs=None"):
+        SDCAClassifierCV(l1_ratios=[0.5, 1.0]).fit(X, y)
+    with pytest.raises(TypeError, match="l1_ratios must be a sequence"):
+        SDCAClassifierCV(Cs=None, l1s=3, l1_ratios=0.5).fit(X, y)  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match=r"each value must be in \(0, 1\]"):
+        SDCARegressorCV(l1s=3, l1_ratio=[0.5, 0.0]).fit(X, y)
+    with pytest.raises(ValueError, match="l1_ratio is empty"):
+        SDCARegressorCV(l1s=3, l1_ratio=[]).fit(X, y)
+    with pytest.raises(ValueError, match="given twice"):
+        SDCARegressorCV(l1s=3, l1_ratio=np.array([0.5, 0.5])).fit(X, y)

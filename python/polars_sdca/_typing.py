@@ -94,7 +94,8 @@ class PathOptions(_SharedFitOptions, total=False):
     l1_min_ratio: float
     n_l2: int | None
     l2_min_ratio: float
-    l1_ratio: float | None
+    # One mixing in (0, 1]; fit_cv also takes a list of them (one path per value).
+    l1_ratio: float | Sequence[float] | None
     screening: bool
 
 

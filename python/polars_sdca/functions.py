@@ -387,7 +387,8 @@ def fit_groups(
         model.
     kind : {"model", "path", "cv"}
         What each group gets: the model of :func:`fit` (default), the list of models of
-        :func:`fit_path`, or the struct of :func:`fit_cv` (whose options then apply).
+        :func:`fit_path`, or the struct of :func:`fit_cv` (whose options then apply; a list
+        of ``l1_ratio`` values is cross-validated per group as by :func:`fit_cv`).
 
     Returns
     -------
@@ -438,11 +439,29 @@ def fit_groups(
     )
 
 
+def _ratios(value: object) -> list[float] | None:
+    """``l1_ratio`` as the list the plugin reads: one number, or a sequence of numbers (a
+    tuple or numpy array too), each becoming a Python float; the values are range-checked by
+    the Rust validator."""
+    if value is None:
+        return None
+    if isinstance(value, Iterable) and not isinstance(value, (str, bytes)):
+        ratios = [_number("each l1_ratio", v, float) for v in value]
+        if not ratios:
+            msg = "l1_ratio is empty; pass a number in (0, 1] or a list of them, or no l1_ratio"
+            raise ValueError(msg)
+        return ratios
+    return [_number("l1_ratio", value, float)]
+
+
 def _grid(options: dict[str, Any]) -> dict[str, Any]:
     """Takes a path's grid out of its options: ``l1`` / ``l2`` given as sequences of numbers
-    (numpy arrays included), and the schema's grid options (:data:`_PATH_OPTIONS`)."""
+    (numpy arrays included), ``l1_ratio`` as a list, and the schema's other grid options
+    (:data:`_PATH_OPTIONS`)."""
+    ratios = _ratios(options.pop("l1_ratio", None))
     grid = _options({k: options.pop(k) for k in list(options) if k in _PATH_OPTIONS}, _PATH_OPTIONS)
-    if grid.get("l1_ratio") is not None and "l2" in options:
+    grid["l1_ratio"] = ratios
+    if ratios is not None and "l2" in options:
         msg = "l1_ratio ties l2 to l1 (l2 = l1 (1 - l1_ratio) / l1_ratio); drop l2 or l1_ratio"
         raise ValueError(msg)
     for name in ("l1", "l2"):
@@ -528,7 +547,8 @@ def fit_path(label: IntoExpr, features: IntoFeatures, **options: Unpack[PathOpti
             scikit-learn's ``ElasticNet`` mixing, in ``(0, 1]``: the ``l1`` path ties
             ``l2 = l1 (1 - l1_ratio) / l1_ratio`` (scikit-learn's ``alpha = l1 / l1_ratio``;
             ``1``: the Lasso), instead of a fixed ``l2``; the grid's top is then the exact
-            fixed point ``l1 = l1_max(l2(l1))``. Not with ``l2``.
+            fixed point ``l1 = l1_max(l2(l1))``. Not with ``l2``. A path takes one value;
+            :func:`fit_cv` takes a list (one path per value).
         screening : bool
             Sequential Gap Safe screening (default True; Fercoq, Gramfort and Salmon, ICML
             2015; Ndiaye et al., JMLR 2017): for ``l1 > 0`` with the squared, logistic, smooth
@@ -580,6 +600,11 @@ def fit_cv(label: IntoExpr, features: IntoFeatures, **options: Unpack[CvOptions]
     value with the best mean score (or, with ``select="one_standard_error"``, the largest
     penalty within one standard error of it) is chosen, and the model is refit on all rows.
 
+    With a list of ``l1_ratio`` values (scikit-learn's ``ElasticNetCV(l1_ratio=[...])``) the
+    pair ``(l1_ratio, l1)`` is searched: each ratio runs its own warm-started path, over its
+    own grid (from its own exact ``l1_max`` when computed; a given ``l1`` list is shared), on
+    the same folds, and the choice runs over every pair.
+
     Parameters
     ----------
     label, features
@@ -587,6 +612,11 @@ def fit_cv(label: IntoExpr, features: IntoFeatures, **options: Unpack[CvOptions]
     **options
         The options of :func:`fit_path`, and:
 
+        l1_ratio : float or sequence of float, optional
+            One mixing in ``(0, 1]`` (``l2 = l1 (1 - l1_ratio) / l1_ratio`` along the path, as
+            for :func:`fit_path`), or a list of them (a tuple or numpy array too): one path per
+            value, in the order given, the same folds for all. scikit-learn's ``alpha`` of a
+            pair is ``l1 / l1_ratio``.
         folds : int
             Number of folds (default 5), drawn from ``seed``: stratified by class for
             classification losses, else shuffled.
@@ -597,22 +627,35 @@ def fit_cv(label: IntoExpr, features: IntoFeatures, **options: Unpack[CvOptions]
             "log_loss" for logistic and multinomial, "accuracy" for the other classifiers,
             "squared_error" for regression).
         select : {"best", "one_standard_error"}
-            The best mean score (default), or the one-standard-error rule.
+            The best mean score (default; on ties the first ratio given, then the largest
+            penalty), or the one-standard-error rule: of the pairs whose mean is within one
+            standard error of the best, the one nearest its path's top (the largest penalty of
+            its path; with given ``l1`` values, the largest ``l1``), the better mean among
+            pairs at the same position.
 
     Returns
     -------
     Expr
-        A struct: ``model`` (the refit model, fields of :func:`fit`), ``penalty`` ("l1" or
-        "l2"), ``values`` (the grid, decreasing), ``mean`` and ``se`` (per value: the mean
-        held-out score over the folds and its standard error), ``fold_scores`` (one list per
-        fold), ``best`` (the value of the best mean), ``chosen`` (the value refit) and
-        ``scoring``.
+        A struct: ``model`` (the refit model at the chosen pair, fields of :func:`fit`; its
+        ``l1`` and ``l2`` are the pair's), ``penalty`` ("l1" or "l2"), then one entry per
+        (ratio, value) pair, the paths one after the other in the order given, each
+        decreasing: ``l1_ratio`` (the pair's ratio; null without ``l1_ratio``), ``values``
+        (the pair's penalty value), ``mean`` and ``se`` (the mean held-out score over the
+        folds and its standard error); ``fold_scores`` (one list per fold, entries as in
+        ``values``); ``best`` and ``chosen`` (the value of the best mean and the value refit),
+        ``best_l1_ratio`` and ``chosen_l1_ratio`` (their ratios; null without ``l1_ratio``),
+        and ``scoring``. ``explode`` of ``l1_ratio``, ``values``, ``mean`` and ``se`` gives
+        one row per pair: one curve per ratio to plot.
 
     Raises
     ------
     ValueError
-        An option is out of range, or a scoring does not fit the loss (``log_loss`` needs
-        logistic or multinomial).
+        An option is out of range (an ``l1_ratio`` outside ``(0, 1]``, NaN, or an empty
+        list), or a scoring does not fit the loss (``log_loss`` needs logistic or
+        multinomial).
+    TypeError
+        An option has the wrong type (an ``l1_ratio`` that is not a number or a sequence of
+        numbers).
     polars.exceptions.ComputeError
         Bad data, or a fold whose training rows hold a single class.
 
@@ -624,6 +667,18 @@ def fit_cv(label: IntoExpr, features: IntoFeatures, **options: Unpack[CvOptions]
     >>> cv = df.select(ps.fit_cv("y", ["x"], l2=1e-3, n_l1=5, folds=4, scoring="accuracy")).item()
     >>> cv["penalty"], len(cv["mean"]), cv["chosen"] in cv["values"], cv["model"]["converged"]
     ('l1', 5, True, True)
+
+    Several elastic-net mixings, one curve each (``ElasticNetCV(l1_ratio=[0.2, 1.0])``):
+
+    >>> df = pl.DataFrame({"a": [float(i % 5) for i in range(30)], "b": [float(i % 3) for i in range(30)]})
+    >>> df = df.with_columns(y=2 * pl.col("a") - pl.col("b") + 0.1 * (pl.int_range(30) % 2))
+    >>> out = df.select(ps.fit_cv("y", ["a", "b"], loss="squared", l1_ratio=[0.2, 1.0], n_l1=4, folds=3))
+    >>> curves = out.unnest("y").select("l1_ratio", "values", "mean", "se").explode(pl.all())
+    >>> curves.group_by("l1_ratio", maintain_order=True).len().rows()
+    [(0.2, 4), (1.0, 4)]
+    >>> cv = out.item()
+    >>> cv["chosen_l1_ratio"] in (0.2, 1.0), cv["model"]["l1"] == cv["chosen"]
+    (True, True)
     """
     return _path_call("fit_cv", label, features, dict(options))
 

@@ -29,7 +29,10 @@ Cross-validation
     :class:`SDCAClassifierCV` and :class:`SDCARegressorCV` run :func:`polars_sdca.fit_cv`: the
     path over a grid of ``C`` (``l2 = 1 / (C sum_i s_i)``, ``l1`` fixed) or of ``l1`` (``l2``
     fixed), K-fold held-out scores per value, the choice and the refit, all in the plugin; one
-    ``fit_cv`` per one-vs-rest class, in one query.
+    ``fit_cv`` per one-vs-rest class, in one query. A list of elastic-net mixings
+    (``l1_ratio=[...]``, ``ElasticNetCV``'s spelling, or ``l1_ratios=[...]`` of
+    ``LogisticRegressionCV`` in the classifier) runs one ``l1`` path per ratio on the same
+    folds and picks the best ``(l1_ratio, l1)`` pair.
 
 Classes
     Two classes: one binary fit with labels ``-1`` / ``+1`` (``classes_[1]`` is ``+1``). More
@@ -766,7 +769,7 @@ class _CrossValidated:
     Cs: int | Sequence[float] | None
     l1s: int | Sequence[float] | None
     l1_min_ratio: float
-    l1_ratio: float | None
+    l1_ratio: float | Sequence[float] | None
     cv: Any
     scoring: Scoring
     select: CvSelect
@@ -813,12 +816,24 @@ class _CrossValidated:
                 grid["l1_min_ratio"] = self.l1_min_ratio
             else:
                 grid["l1"] = l1s
-        if self.l1_ratio is not None:
+        ratios = self._l1_ratios()
+        if ratios is not None:
             if self.Cs is not None:
-                msg = "l1_ratio ties l2 to l1 along an l1 path: use it with an l1s grid, not Cs"
+                name = self._l1_ratios_name()
+                msg = (
+                    f"{name} ties l2 to l1 along an l1 path: use it with an l1s grid, not Cs "
+                    "(pass Cs=None and l1s, an int for each ratio's own grid from its l1_max)"
+                )
                 raise ValueError(msg)
-            grid["l1_ratio"] = self.l1_ratio
+            grid["l1_ratio"] = ratios
         return grid
+
+    def _l1_ratios(self) -> Any:
+        """The ``l1_ratio`` option of ``fit_cv`` (one number or a list; None: ``l2`` fixed)."""
+        return self.l1_ratio
+
+    def _l1_ratios_name(self) -> str:
+        return "l1_ratio"
 
     @staticmethod
     def _values(name: str, value: Any) -> int | list[float]:
@@ -877,7 +892,7 @@ class _CrossValidated:
         """One ``fit_cv`` per label column in one query; keeps their results in ``cv_results_``
         and returns the refit models."""
         options = {**options, **self._grid(weights[1]), "scoring": self.scoring, "select": self.select}
-        if self.l1_ratio is not None:
+        if self._l1_ratios() is not None:
             options.pop("l2", None)  # tied to l1 along the path
         if isinstance(features, str) and frame[features].dtype == pl.List:
             options["n_features"] = self.n_features_in_
@@ -897,17 +912,41 @@ class _CrossValidated:
         return self.cv_results_.struct.field("model").alias("model")
 
     def _cv_attributes(self) -> None:
-        """The chosen penalties, the grid and the fold scores, read from ``cv_results_``."""
+        """The chosen penalties and ratios, the grid and the fold scores, read from
+        ``cv_results_``; with several ``l1_ratio`` values the grid and scores get a leading
+        ratio axis (one ratio: none, as scikit-learn squeezes it)."""
         results = self.cv_results_
-        self.penalty_ = str(results.struct.field("penalty")[0])
-        self.values_ = np.asarray(results.struct.field("values")[0], dtype=np.float64)
+        rows = results.to_list()
+        self.penalty_ = str(rows[0]["penalty"])
         models = results.struct.field("model")
         self.l1_ = models.struct.field("l1").to_numpy().astype(np.float64)
         self.l2_ = models.struct.field("l2").to_numpy().astype(np.float64)
-        self.scoring_ = str(results.struct.field("scoring")[0])
-        self._fold_scores = [
-            np.asarray(s, dtype=np.float64) for s in results.struct.field("fold_scores").to_list()
-        ]
+        self.scoring_ = str(rows[0]["scoring"])
+        curves = [_curves(row) for row in rows]
+        self._chosen_ratios = [row["chosen_l1_ratio"] for row in rows]
+        self.values_ = curves[0][1]
+        self._fold_scores = [scores for _, _, scores in curves]
+        if len(curves[0][0]) == 1:
+            self.values_ = self.values_[0]
+            self._fold_scores = [scores[0] for scores in self._fold_scores]
+
+
+def _curves(row: dict[str, Any]) -> tuple[list[float | None], _FloatArray, _FloatArray]:
+    """One :func:`polars_sdca.fit_cv` struct's curves: the ratios in the order given, the grid
+    ``(n_ratios, n_values)`` and the fold scores ``(n_ratios, n_folds, n_values)``, NaN-padded
+    where a path's grid is shorter (a path whose ``l1_max`` is 0 has one value). The pairs of a
+    path are consecutive and ratios are distinct, so each run of one ratio is a path."""
+    ratios = row["l1_ratio"]
+    starts = [i for i in range(len(ratios)) if i == 0 or ratios[i] != ratios[i - 1]]
+    ends = [*starts[1:], len(ratios)]
+    width = max(e - b for b, e in zip(starts, ends, strict=True))
+    folds = np.asarray(row["fold_scores"], dtype=np.float64).reshape(len(row["fold_scores"]), len(ratios))
+    values = np.full((len(starts), width), np.nan)
+    scores = np.full((len(starts), folds.shape[0], width), np.nan)
+    for r, (b, e) in enumerate(zip(starts, ends, strict=True)):
+        values[r, : e - b] = row["values"][b:e]
+        scores[r, :, : e - b] = folds[:, b:e]
+    return [ratios[b] for b in starts], values, scores
 
 
 class SDCAClassifierCV(_CrossValidated, SDCAClassifier):
@@ -933,9 +972,18 @@ class SDCAClassifierCV(_CrossValidated, SDCAClassifier):
         (the smallest ``l1`` whose model is zero) down to ``l1_max * l1_min_ratio``.
     l1_min_ratio : float, default=1e-3
         The smallest computed ``l1`` over ``l1_max`` (``l1s`` an int).
-    l1_ratio : float, optional
+    l1_ratio : float or sequence of float, optional
         The elastic-net mixing of scikit-learn (in ``(0, 1]``): along the ``l1s`` path ``l2 =
-        l1 (1 - l1_ratio) / l1_ratio`` instead of the fixed ``l2``; not with ``Cs``.
+        l1 (1 - l1_ratio) / l1_ratio`` instead of the fixed ``l2``; not with ``Cs``. A list
+        searches the pairs ``(l1_ratio, l1)``, one path per ratio on the same folds (as
+        ``l1_ratios``).
+    l1_ratios : sequence of float, optional
+        ``LogisticRegressionCV``'s name for a list of mixings (each in ``(0, 1]``; pass
+        ``l1_ratio`` or ``l1_ratios``, not both): each ratio runs its own ``l1s`` path, from
+        its own exact ``l1_max`` when ``l1s`` is an int, over the same folds; the pair with the
+        best mean score (or the one-standard-error rule's) is refit. ``LogisticRegressionCV``'s
+        pair ``(C, l1_ratio)`` is ``l1 = l1_ratio / (C sum_i s_i)``, ``l2 = (1 - l1_ratio) / (C
+        sum_i s_i)``. Needs ``Cs=None`` and an ``l1s`` grid.
     cv : int, cross-validation splitter or iterable, default=5
         Number of folds (drawn from ``random_state``, stratified by class), or a splitter /
         iterable of ``(train, test)`` whose test sets hold each row once.
@@ -958,14 +1006,19 @@ check_every, fit_intercept, intercept_scaling, max_seconds, class_weight, random
         The ``C`` grid, increasing (``C`` paths; else None).
     l1_, l2_ : ndarray of shape (n_fits,)
         The penalties of each refit model.
+    l1_ratio_ : ndarray of shape (n_fits,) or None
+        The ``l1_ratio`` chosen for each refit model (``l1_ / (l1_ + l2_)``); None without
+        ``l1_ratio``.
     penalty_ : {"l1", "l2"}
         The penalty the path ran over.
-    values_ : ndarray of shape (n_values,)
-        Its grid, decreasing (the columns of ``scores_``).
+    values_ : ndarray of shape (n_values,) or (n_l1_ratios, n_values)
+        Its grid, decreasing (the columns of ``scores_``), of the first fit; one row per ratio
+        with several ``l1_ratios`` (each ratio's own grid; NaN-padded if one is shorter).
     scores_ : dict
         Class label to an array ``(n_folds, n_values)`` of held-out scores (``scoring_``; for
-        "accuracy" larger is better, for the losses smaller). Two classes: one key,
-        ``classes_[1]``; joint losses: every class maps to the one joint fit's scores.
+        "accuracy" larger is better, for the losses smaller), ``(n_l1_ratios, n_folds,
+        n_values)`` with several ratios. Two classes: one key, ``classes_[1]``; joint losses:
+        every class maps to the one joint fit's scores.
     scoring_ : str
         The scoring used.
     cv_results_ : polars.Series
@@ -987,12 +1040,20 @@ feature_names_in_
     ((3, 5), True)
     >>> clf.predict([[-2.0], [2.0]]).tolist()
     ['no', 'yes']
+
+    Elastic-net mixings searched with the ``l1`` grid (``LogisticRegressionCV``'s
+    ``l1_ratios``):
+
+    >>> clf = SDCAClassifierCV(Cs=None, l1s=6, l1_ratios=[0.3, 1.0], cv=3).fit(X, y)
+    >>> clf.scores_["yes"].shape, clf.values_.shape, bool(clf.l1_ratio_[0] in (0.3, 1.0))
+    ((2, 3, 6), (2, 6), True)
     """
 
     C_: _FloatArray
     Cs_: _FloatArray | None
     l1_: _FloatArray
     l2_: _FloatArray
+    l1_ratio_: _FloatArray | None
     penalty_: str
     values_: _FloatArray
     scores_: dict[Any, _FloatArray]
@@ -1004,7 +1065,8 @@ feature_names_in_
         Cs: int | Sequence[float] | None = 10,
         l1s: int | Sequence[float] | None = None,
         l1_min_ratio: float = 1e-3,
-        l1_ratio: float | None = None,
+        l1_ratio: float | Sequence[float] | None = None,
+        l1_ratios: Sequence[float] | None = None,
         cv: Any = 5,
         scoring: Scoring = "auto",
         select: CvSelect = "best",
@@ -1029,6 +1091,7 @@ feature_names_in_
         self.l1s = l1s
         self.l1_min_ratio = l1_min_ratio
         self.l1_ratio = l1_ratio
+        self.l1_ratios = l1_ratios
         self.cv = cv
         self.scoring = scoring
         self.select = select
@@ -1048,6 +1111,23 @@ feature_names_in_
         self.max_seconds = max_seconds
         self.class_weight = class_weight
         self.random_state = random_state
+
+    def _l1_ratios(self) -> Any:
+        if self.l1_ratios is None:
+            return self.l1_ratio
+        if self.l1_ratio is not None:
+            msg = (
+                f"pass the elastic-net mixings in l1_ratio or in l1_ratios, not both; got "
+                f"l1_ratio={self.l1_ratio!r}, l1_ratios={self.l1_ratios!r}"
+            )
+            raise ValueError(msg)
+        if isinstance(self.l1_ratios, numbers.Real):
+            msg = f"l1_ratios must be a sequence of numbers in (0, 1] (one: [x]), got {self.l1_ratios!r}"
+            raise TypeError(msg)
+        return self.l1_ratios
+
+    def _l1_ratios_name(self) -> str:
+        return "l1_ratio" if self.l1_ratios is None else "l1_ratios"
 
     def fit(self, X: Any, y: Any, sample_weight: Any = None) -> SDCAClassifierCV:
         """Cross-validate the grid and refit, in one Polars query.
@@ -1075,6 +1155,8 @@ feature_names_in_
         """
         super().fit(X, y, sample_weight)
         self._cv_attributes()
+        with_ratio = self._l1_ratios() is not None
+        self.l1_ratio_ = np.asarray(self._chosen_ratios, dtype=np.float64) if with_ratio else None
         with np.errstate(divide="ignore"):
             self.C_ = 1.0 / (self.l2_ * self._total_weight)
         self.Cs_ = 1.0 / (self.values_ * self._total_weight) if self.penalty_ == "l2" else None
@@ -1103,10 +1185,14 @@ class SDCARegressorCV(_CrossValidated, SDCARegressor):
     Cs : int or sequence of float, optional
         A ridge-type grid instead (``l2 = 1 / (C sum_i s_i)``, ``Ridge(alpha=1/C)`` with
         ``loss="squared"``); set ``l1s=None``.
-    l1_ratio : float, optional
-        ``ElasticNetCV``'s ``l1_ratio`` (one value, in ``(0, 1]``): along the ``l1s`` path
+    l1_ratio : float or sequence of float, optional
+        ``ElasticNetCV``'s ``l1_ratio`` (each value in ``(0, 1]``): along the ``l1s`` path
         ``l2 = l1 (1 - l1_ratio) / l1_ratio`` instead of the fixed ``l2`` (``alpha = l1 /
-        l1_ratio``); the grid starts at that tied problem's exact ``l1_max``.
+        l1_ratio``); the grid starts at that tied problem's exact ``l1_max``. A list searches
+        the pairs ``(l1_ratio, l1)``: one warm-started path per ratio, each from its own
+        ``l1_max`` (``l1s`` an int), over the same folds, the pair with the best mean score
+        (or the one-standard-error rule's) refit. A given ``l1s`` list is the same ``l1``
+        values for every ratio (``ElasticNetCV``'s ``alphas`` are ``l1 / l1_ratio``).
     l1_min_ratio, cv, scoring, select
         As for :class:`SDCAClassifierCV` (auto scoring: squared error).
     loss, l2, l1, smoothing, epsilon, quantile, solver, sampling, tol, max_epochs, \
@@ -1116,16 +1202,21 @@ check_every, fit_intercept, intercept_scaling, max_seconds, random_state
     Attributes
     ----------
     alpha_ : float
-        The chosen value of the penalty the path ran over (``l1_`` for an ``l1`` path).
-    alphas_ : ndarray of shape (n_values,)
-        The grid, decreasing (the columns of ``scores_``).
+        The chosen value of the penalty the path ran over (``l1_`` for an ``l1`` path;
+        ``ElasticNetCV``'s ``alpha_`` is ``l1_ / l1_ratio_ = l1_ + l2_``).
+    alphas_ : ndarray of shape (n_values,) or (n_l1_ratios, n_values)
+        The grid, decreasing (the columns of ``scores_``); one row per ratio with several
+        ``l1_ratio`` values (each its own grid; NaN-padded if one is shorter).
     l1_, l2_ : float
         The refit model's penalties.
+    l1_ratio_ : float or None
+        The chosen ``l1_ratio`` (None without ``l1_ratio``).
     penalty_ : {"l1", "l2"}
         The penalty the path ran over.
-    scores_ : ndarray of shape (n_folds, n_values)
-        Held-out scores (``scoring_``; ``ElasticNetCV``'s ``mse_path_.T`` up to the factor 1
-        for "squared_error").
+    scores_ : ndarray of shape (n_folds, n_values) or (n_l1_ratios, n_folds, n_values)
+        Held-out scores (``scoring_``; for "squared_error" ``ElasticNetCV``'s ``mse_path_``
+        with its axes ``(n_l1_ratios, n_alphas, n_folds)`` moved to ``(n_l1_ratios,
+        n_folds, n_alphas)``).
     scoring_ : str
         The scoring used.
     cv_results_ : polars.Series
@@ -1145,12 +1236,21 @@ check_every, fit_intercept, intercept_scaling, max_seconds, random_state
     ((4, 20), True)
     >>> reg.coef_.round(1).tolist()
     [2.0, 0.0, 0.0, -1.0, 0.0]
+
+    Elastic-net mixings searched with the grid (``ElasticNetCV(l1_ratio=[...])``):
+
+    >>> reg = SDCARegressorCV(l1s=20, l1_ratio=[0.1, 0.5, 1.0], cv=4).fit(X, y)
+    >>> reg.scores_.shape, reg.alphas_.shape, reg.l1_ratio_ in (0.1, 0.5, 1.0)
+    ((3, 4, 20), (3, 20), True)
+    >>> bool(np.isclose(reg.l2_, reg.l1_ * (1 - reg.l1_ratio_) / reg.l1_ratio_))
+    True
     """
 
     alpha_: float
     alphas_: _FloatArray
     l1_: Any
     l2_: Any
+    l1_ratio_: float | None
     penalty_: str
     values_: _FloatArray
     scores_: Any
@@ -1162,7 +1262,7 @@ check_every, fit_intercept, intercept_scaling, max_seconds, random_state
         l1s: int | Sequence[float] | None = 100,
         Cs: int | Sequence[float] | None = None,
         l1_min_ratio: float = 1e-3,
-        l1_ratio: float | None = None,
+        l1_ratio: float | Sequence[float] | None = None,
         cv: Any = 5,
         scoring: Scoring = "auto",
         select: CvSelect = "best",
@@ -1232,6 +1332,8 @@ check_every, fit_intercept, intercept_scaling, max_seconds, random_state
         super().fit(X, y, sample_weight)
         self._cv_attributes()
         self.l1_, self.l2_ = float(self.l1_[0]), float(self.l2_[0])
+        ratio = self._chosen_ratios[0]
+        self.l1_ratio_ = None if ratio is None else float(ratio)
         self.alphas_ = self.values_
         self.alpha_ = self.l1_ if self.penalty_ == "l1" else self.l2_
         self.scores_ = self._fold_scores[0]

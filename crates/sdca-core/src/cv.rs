@@ -10,11 +10,21 @@
 //! Learning", section 7.10) the largest penalty whose mean is within one standard error of the
 //! best. The model is then refit on all rows, by the path down to the chosen value.
 //!
+//! Several elastic-net mixings (scikit-learn's `ElasticNetCV(l1_ratio=[...])`,
+//! `LogisticRegressionCV(l1_ratios=[...])`) are several paths over the same folds, one per
+//! `l1_ratio`, each with its own grid (from its own tied `l1_max` when computed). Each path is
+//! scored as above, a curve per ratio, and the choice runs over every (ratio, value) pair: the
+//! best mean (the first ratio given, then the largest penalty, on ties), or with the
+//! one-standard-error rule, of the pairs within one standard error of the best, the one nearest
+//! its path's top (the smallest index in its grid, so the largest `l1`, or the largest
+//! `l1 / l1_max`, of its path), the better mean among pairs at the same index. The refit runs the
+//! chosen ratio's path on all rows.
+//!
 //! Folds are drawn from the seed: for classification losses stratified (each class's rows
 //! shuffled, then dealt to the folds in turn, continuing across classes so that fold sizes
 //! differ by at most one), else the rows shuffled and dealt. A fold column replaces the draw.
-//! Folds run in parallel when asked (each fold's result depends only on its rows and the
-//! seed, so the results are the same bits on any number of threads).
+//! The (fold, path) fits run in parallel when asked (each depends only on its rows, its path
+//! and the seed, so the results are the same bits on any number of threads).
 
 use rand::seq::SliceRandom;
 use rand::SeedableRng;
@@ -285,11 +295,11 @@ impl<D: Rows> Rows for Subset<'_, D> {
     }
 }
 
-/// A cross-validated path.
+/// One path's curve of held-out scores: its `l1_ratio`, grid and per-value scores.
 #[derive(Debug, Clone, PartialEq)]
-pub struct CvResult {
-    /// The penalty the path runs over.
-    pub penalty: Penalty,
+pub struct Curve {
+    /// The path's `l1_ratio` (`None`: `l2` fixed, or an `l2` path).
+    pub l1_ratio: Option<f64>,
     /// The grid, decreasing.
     pub values: Vec<f64>,
     /// Per value: the mean held-out score over the folds.
@@ -298,24 +308,67 @@ pub struct CvResult {
     pub se: Vec<f64>,
     /// Per fold, per value: the fold's held-out score (NaN where the fold's path stopped early).
     pub fold_scores: Vec<Vec<f64>>,
-    /// Index of the best mean.
-    pub best: usize,
-    /// Index of the value chosen (`best`, or the one-standard-error rule's).
-    pub chosen: usize,
+}
+
+/// A `(path, value)` pair: the curve's index in [`CvResult::curves`] and the value's in its
+/// grid.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Pick {
+    /// The path (one per `l1_ratio`, in the order given).
+    pub path: usize,
+    /// The value's index in that path's grid (0: the largest penalty).
+    pub value: usize,
+}
+
+/// A cross-validated path, or several (one per `l1_ratio`) over the same folds.
+#[derive(Debug, Clone, PartialEq)]
+pub struct CvResult {
+    /// The penalty the paths run over.
+    pub penalty: Penalty,
+    /// One curve per path, in the order the paths were given.
+    pub curves: Vec<Curve>,
+    /// The pair of the best mean.
+    pub best: Pick,
+    /// The pair chosen (`best`, or the one-standard-error rule's).
+    pub chosen: Pick,
     /// The scoring used.
     pub scoring: Scoring,
-    /// The model refit on all rows at the chosen value.
+    /// The model refit on all rows at the chosen pair.
     pub model: FitResult,
 }
 
-/// Cross-validates `path` on `problem` with fold ids `folds` (`0..k`, one per row): the path on
-/// each fold's training rows, the held-out scores per grid value, the value chosen and the model
-/// refit on all rows (module docs). Folds run in parallel (on the current Rayon pool) when
-/// `parallel`. Errors: a fold whose training rows cannot be fitted (a single class, all weights
-/// zero), naming the fold, or as [`fit_path`].
+impl CvResult {
+    /// The chosen pair's curve.
+    pub fn chosen_curve(&self) -> &Curve {
+        &self.curves[self.chosen.path]
+    }
+
+    /// The chosen value.
+    pub fn chosen_value(&self) -> f64 {
+        self.chosen_curve().values[self.chosen.value]
+    }
+}
+
+/// One fold's rows: the training rows (as indices, labels and weights) and the held-out ones.
+struct Fold {
+    train: Vec<usize>,
+    y_train: Vec<f64>,
+    w_train: Option<Vec<f64>>,
+    test: Vec<usize>,
+    y_test: Vec<f64>,
+    w_test: Option<Vec<f64>>,
+}
+
+/// Cross-validates `paths` on `problem` with fold ids `folds` (`0..k`, one per row): each path
+/// (one per `l1_ratio`; they differ only in it) on each fold's training rows, the held-out
+/// scores per grid value, the pair chosen over every path's values and the model refit on all
+/// rows (module docs). Every path runs its own grid, computed on all rows, over the same folds.
+/// The (fold, path) fits run in parallel (on the current Rayon pool) when `parallel`. Errors: no
+/// path, a fold whose training rows cannot be fitted (a single class, all weights zero), naming
+/// the fold, or as [`fit_path`].
 pub fn cross_validate<D: Rows>(
     problem: &Problem<'_, D>,
-    path: &PathConfig,
+    paths: &[PathConfig],
     folds: &[u32],
     cv: &CvConfig,
     parallel: bool,
@@ -324,49 +377,65 @@ pub fn cross_validate<D: Rows>(
     if folds.len() != n {
         return Err(SdcaError::ShapeMismatch { what: "fold ids vs rows", expected: n, got: folds.len() });
     }
+    let first = paths
+        .first()
+        .ok_or_else(|| SdcaError::Internal("cross-validation of no path; please report".into()))?;
     let k = folds.iter().max().map_or(0, |&m| m as usize + 1);
-    let (values, _) = path.grid(problem)?;
-    let fixed = path.with_values(values.clone());
-    let one = |f: usize| -> Result<Vec<f64>> {
-        let train: Vec<usize> = (0..n).filter(|&i| folds[i] as usize != f).collect();
-        let test: Vec<usize> = (0..n).filter(|&i| folds[i] as usize == f).collect();
-        if test.is_empty() {
-            return Err(invalid("folds", format!("fold {f} has no rows")));
-        }
-        let pick = |v: &[f64], rows: &[usize]| rows.iter().map(|&i| v[i]).collect::<Vec<f64>>();
-        let (y_train, w_train) = (pick(problem.y, &train), problem.weights.map(|w| pick(w, &train)));
-        let x_train = Subset::new(problem.x, &train)?;
-        let loss = fixed.config(None)?.loss;
-        let p = Problem::new(&x_train, &y_train, w_train.as_deref(), loss).map_err(|e| fold_error(f, e))?;
-        let fitted = fit_path(&p, &fixed).map_err(|e| fold_error(f, e))?;
-        let x_test = Subset::new(problem.x, &test)?;
-        let (y_test, w_test) = (pick(problem.y, &test), problem.weights.map(|w| pick(w, &test)));
-        Ok(held_out(&fitted, &x_test, &y_test, w_test.as_deref(), cv.scoring, values.len()))
+    // Each path's grid on all rows (its own l1_max), then that path over those values.
+    let grids: Vec<Vec<f64>> = paths.iter().map(|p| Ok(p.grid(problem)?.0)).collect::<Result<_>>()?;
+    let fixed: Vec<PathConfig> = paths.iter().zip(&grids).map(|(p, g)| p.with_values(g.clone())).collect();
+    let pick = |v: &[f64], rows: &[usize]| rows.iter().map(|&i| v[i]).collect::<Vec<f64>>();
+    let rows: Vec<Fold> = (0..k)
+        .map(|f| {
+            let train: Vec<usize> = (0..n).filter(|&i| folds[i] as usize != f).collect();
+            let test: Vec<usize> = (0..n).filter(|&i| folds[i] as usize == f).collect();
+            if test.is_empty() {
+                return Err(invalid("folds", format!("fold {f} has no rows")));
+            }
+            Ok(Fold {
+                y_train: pick(problem.y, &train),
+                w_train: problem.weights.map(|w| pick(w, &train)),
+                y_test: pick(problem.y, &test),
+                w_test: problem.weights.map(|w| pick(w, &test)),
+                train,
+                test,
+            })
+        })
+        .collect::<Result<_>>()?;
+    let loss = first.config(None)?.loss;
+    let one = |(f, r): (usize, usize)| -> Result<Vec<f64>> {
+        let fold = &rows[f];
+        let x_train = Subset::new(problem.x, &fold.train)?;
+        let p = Problem::new(&x_train, &fold.y_train, fold.w_train.as_deref(), loss)
+            .map_err(|e| fold_error(f, e))?;
+        let fitted = fit_path(&p, &fixed[r]).map_err(|e| fold_error(f, e))?;
+        let x_test = Subset::new(problem.x, &fold.test)?;
+        let n_values = fitted.values.len();
+        Ok(held_out(&fitted, &x_test, &fold.y_test, fold.w_test.as_deref(), cv.scoring, n_values))
     };
-    let fold_scores: Vec<Vec<f64>> = if parallel {
-        (0..k).into_par_iter().map(one).collect::<Result<_>>()?
+    // Path-major: entry `r * k + f` is path r on fold f.
+    let pairs: Vec<(usize, usize)> = (0..paths.len()).flat_map(|r| (0..k).map(move |f| (f, r))).collect();
+    let mut scores: Vec<Vec<f64>> = if parallel {
+        pairs.into_par_iter().map(one).collect::<Result<_>>()?
     } else {
-        (0..k).map(one).collect::<Result<_>>()?
+        pairs.into_iter().map(one).collect::<Result<_>>()?
     };
-    let (mean, se) = summarise(&fold_scores, values.len());
-    let (best, chosen) = choose(&mean, &se, cv);
-    let refit = fit_path(problem, &path.with_values(values[..=chosen].to_vec()))?;
+    let mut curves = Vec::with_capacity(paths.len());
+    for (path, values) in paths.iter().zip(grids).rev() {
+        let fold_scores = scores.split_off(scores.len() - k);
+        let (mean, se) = summarise(&fold_scores, values.len());
+        curves.push(Curve { l1_ratio: path.l1_ratio(), values, mean, se, fold_scores });
+    }
+    curves.reverse();
+    let (best, chosen) = choose(&curves, cv);
+    let values = &curves[chosen.path].values;
+    let refit = fit_path(problem, &paths[chosen.path].with_values(values[..=chosen.value].to_vec()))?;
     let model = refit
         .fits
         .into_iter()
         .last()
         .ok_or_else(|| SdcaError::Internal("an empty refit path; please report".into()))?;
-    Ok(CvResult {
-        penalty: path.penalty(),
-        values,
-        mean,
-        se,
-        fold_scores,
-        best,
-        chosen,
-        scoring: cv.scoring,
-        model,
-    })
+    Ok(CvResult { penalty: first.penalty(), curves, best, chosen, scoring: cv.scoring, model })
 }
 
 fn fold_error(f: usize, e: SdcaError) -> SdcaError {
@@ -428,24 +497,43 @@ fn summarise(fold_scores: &[Vec<f64>], n_values: usize) -> (Vec<f64>, Vec<f64>) 
         .unzip()
 }
 
-/// The index of the best mean and of the value chosen: the best, or with the
-/// one-standard-error rule the first (largest penalty) whose mean is within one standard error
-/// of the best.
-fn choose(mean: &[f64], se: &[f64], cv: &CvConfig) -> (usize, usize) {
+/// The pair of the best mean over every curve (the first in curve order, then value order,
+/// on ties) and the pair chosen: the best, or with the one-standard-error rule the pair
+/// nearest its path's top (the largest penalty of its path, the smallest value index) whose
+/// mean is within one standard error of the best, the better mean among pairs at the same
+/// index. With one curve this is the largest penalty within one standard error of the best.
+fn choose(curves: &[Curve], cv: &CvConfig) -> (Pick, Pick) {
     let better = |a: f64, b: f64| if cv.scoring.greater_is_better() { a > b } else { a < b };
-    let best = (0..mean.len())
-        .filter(|&v| mean[v].is_finite())
-        .fold(None, |b: Option<usize>, v| match b {
-            Some(b) if !better(mean[v], mean[b]) => Some(b),
-            _ => Some(v),
+    let mean = |p: Pick| curves[p.path].mean[p.value];
+    let pairs = || {
+        curves
+            .iter()
+            .enumerate()
+            .flat_map(|(path, c)| (0..c.mean.len()).map(move |value| Pick { path, value }))
+    };
+    let best = pairs()
+        .filter(|&p| mean(p).is_finite())
+        .fold(None, |b: Option<Pick>, p| match b {
+            Some(b) if !better(mean(p), mean(b)) => Some(b),
+            _ => Some(p),
         })
-        .unwrap_or(0);
+        .unwrap_or(Pick { path: 0, value: 0 });
     if !cv.one_standard_error {
         return (best, best);
     }
-    let bound = if cv.scoring.greater_is_better() { mean[best] - se[best] } else { mean[best] + se[best] };
-    let within = |v: usize| if cv.scoring.greater_is_better() { mean[v] >= bound } else { mean[v] <= bound };
-    let chosen = (0..=best).find(|&v| mean[v].is_finite() && within(v)).unwrap_or(best);
+    let se = curves[best.path].se[best.value];
+    let bound = if cv.scoring.greater_is_better() { mean(best) - se } else { mean(best) + se };
+    let within = |p: Pick| {
+        let m = mean(p);
+        m.is_finite() && if cv.scoring.greater_is_better() { m >= bound } else { m <= bound }
+    };
+    let chosen = pairs()
+        .filter(|&p| within(p))
+        .fold(None, |c: Option<Pick>, p| match c {
+            Some(c) if p.value > c.value || (p.value == c.value && !better(mean(p), mean(c))) => Some(c),
+            _ => Some(p),
+        })
+        .unwrap_or(best);
     (best, chosen)
 }
 
@@ -513,15 +601,21 @@ mod tests {
                 .check(LossKind::Logistic)
                 .unwrap();
             assert_eq!(cv.scoring, Scoring::LogLoss);
-            let r = cross_validate(&p, &path, &folds, &cv, true).unwrap();
-            assert_eq!(r, cross_validate(&p, &path, &folds, &cv, false).unwrap(), "threads change nothing");
+            let r = cross_validate(&p, std::slice::from_ref(&path), &folds, &cv, true).unwrap();
+            assert_eq!(
+                r,
+                cross_validate(&p, std::slice::from_ref(&path), &folds, &cv, false).unwrap(),
+                "threads change nothing"
+            );
+            let c = &r.curves[0];
+            assert_eq!((r.curves.len(), c.l1_ratio), (1, None));
             for f in 0..4u32 {
                 let train: Vec<usize> = (0..n).filter(|&i| folds[i] != f).collect();
                 let xt: Vec<f64> = train.iter().flat_map(|&i| x[i * d..(i + 1) * d].to_vec()).collect();
                 let yt: Vec<f64> = train.iter().map(|&i| y[i]).collect();
                 let vt = DenseView::new(&xt, train.len(), d).unwrap();
                 let pt = Problem::new(&vt, &yt, None, LossKind::Logistic).unwrap();
-                let fitted = fit_path(&pt, &path.with_values(r.values.clone())).unwrap();
+                let fitted = fit_path(&pt, &path.with_values(c.values.clone())).unwrap();
                 for (v, m) in fitted.fits.iter().enumerate() {
                     let test: Vec<usize> = (0..n).filter(|&i| folds[i] == f).collect();
                     let score = test
@@ -532,21 +626,130 @@ mod tests {
                         })
                         .sum::<f64>()
                         / test.len() as f64;
-                    assert!((score - r.fold_scores[f as usize][v]).abs() <= 1e-12, "fold {f} value {v}");
+                    assert!((score - c.fold_scores[f as usize][v]).abs() <= 1e-12, "fold {f} value {v}");
                 }
             }
-            let mean0 = r.fold_scores.iter().map(|s| s[0]).sum::<f64>() / 4.0;
-            assert!((mean0 - r.mean[0]).abs() < 1e-15);
-            assert!(r.mean.iter().enumerate().all(|(v, m)| *m >= r.mean[r.best] || v == r.best));
+            let mean0 = c.fold_scores.iter().map(|s| s[0]).sum::<f64>() / 4.0;
+            assert!((mean0 - c.mean[0]).abs() < 1e-15);
+            let (best, chosen) = (r.best.value, r.chosen.value);
+            assert!(c.mean.iter().enumerate().all(|(v, m)| *m >= c.mean[best] || v == best));
             if select == "best" {
                 assert_eq!(r.chosen, r.best);
             } else {
-                assert!(r.chosen <= r.best && r.mean[r.chosen] <= r.mean[r.best] + r.se[r.best]);
+                assert!(chosen <= best && c.mean[chosen] <= c.mean[best] + c.se[best]);
             }
-            let refit = fit(&p, &path.config(Some(r.values[r.chosen])).unwrap()).unwrap();
+            let refit = fit(&p, &path.config(Some(r.chosen_value())).unwrap()).unwrap();
             let (a, b) = (r.model.certificate, refit.certificate);
             assert!((a.primal - b.primal).abs() <= a.gap + b.gap, "{a:?} {b:?}");
         }
+    }
+
+    /// Several `l1_ratio` values over the same folds. Each fold score of each (ratio, value)
+    /// equals a cold plain fit at that pair (`l2 = l1 (1 - rho) / rho`) on the fold's copied
+    /// training rows, scored on its held-out rows, within the certificates' bound: both models
+    /// are within `sqrt(2 gap / l2)` of the fold's optimum in `(w, c)` (the objective is
+    /// `l2`-strongly convex, the intercept's constant feature included), and the log-loss is
+    /// 1-Lipschitz in the score. Each curve is the same bits as the ratio cross-validated
+    /// alone (its own grid from its own `l1_max`); the pair chosen is the argmin over those
+    /// single-ratio calls; the refit is a fit at the chosen pair.
+    #[test]
+    fn several_l1_ratios_equal_single_ratio_calls_and_plain_fits() {
+        let (n, d, k) = (150, 6, 4);
+        let (x, y) = toy(n, d, true, 7);
+        let view = DenseView::new(&x, n, d).unwrap();
+        let tol = 1e-12;
+        let base =
+            FitParams { loss: "logistic".into(), l2: 0.0, tol, max_epochs: 100_000, ..Default::default() };
+        let ratios = [0.2, 0.9, 0.5];
+        let grid =
+            PathParams { n_l1: 5, l1_min_ratio: 2e-2, l1_ratio: Some(ratios.to_vec()), ..Default::default() };
+        let paths = grid.check_each(&base).unwrap();
+        let p = Problem::new(&view, &y, None, LossKind::Logistic).unwrap();
+        let folds = draw_folds(&y, true, k, 1).unwrap();
+        let cv = CvParams::default().check(LossKind::Logistic).unwrap();
+        let r = cross_validate(&p, &paths, &folds, &cv, true).unwrap();
+        assert_eq!(r, cross_validate(&p, &paths, &folds, &cv, false).unwrap(), "threads change nothing");
+        assert_eq!(r.curves.len(), 3);
+        let mut argmin: Option<(f64, Pick)> = None;
+        for (i, (c, path)) in r.curves.iter().zip(&paths).enumerate() {
+            let rho = ratios[i];
+            assert_eq!(c.l1_ratio, Some(rho));
+            assert_eq!(c.values, path.grid(&p).unwrap().0, "ratio {rho}: its own grid");
+            let alone = cross_validate(&p, std::slice::from_ref(path), &folds, &cv, false).unwrap();
+            assert_eq!(&alone.curves[0], c, "ratio {rho}: the same bits alone");
+            let m = c.mean[alone.best.value];
+            if argmin.is_none_or(|(m0, _)| m < m0) {
+                argmin = Some((m, Pick { path: i, value: alone.best.value }));
+            }
+            for f in 0..k as u32 {
+                let (train, test): (Vec<usize>, Vec<usize>) = (0..n).partition(|&i| folds[i] != f);
+                let xt: Vec<f64> = train.iter().flat_map(|&i| x[i * d..(i + 1) * d].to_vec()).collect();
+                let yt: Vec<f64> = train.iter().map(|&i| y[i]).collect();
+                let vt = DenseView::new(&xt, train.len(), d).unwrap();
+                let pt = Problem::new(&vt, &yt, None, LossKind::Logistic).unwrap();
+                let reach = test.iter().map(|&i| (view.sq_norm(i) + 1.0).sqrt()).fold(0.0, f64::max);
+                for (v, &l1) in c.values.iter().enumerate() {
+                    let cfg = path.config(Some(l1)).unwrap();
+                    assert!((cfg.l2 - l1 * (1.0 - rho) / rho).abs() <= 1e-15 * cfg.l2);
+                    let m = fit(&pt, &cfg).unwrap();
+                    assert!(m.converged(), "ratio {rho} fold {f} l1 {l1}");
+                    let score = test
+                        .iter()
+                        .map(|&i| (1.0 + (-y[i] * (view.dot(i, &m.coef) + m.intercept[0])).exp()).ln())
+                        .sum::<f64>()
+                        / test.len() as f64;
+                    let cert = m.certificate;
+                    let path_gap = tol * cert.primal / (1.0 - tol);
+                    let bound = reach * ((2.0 * cert.gap / cfg.l2).sqrt() + (2.0 * path_gap / cfg.l2).sqrt());
+                    let got = c.fold_scores[f as usize][v];
+                    assert!(
+                        (score - got).abs() <= bound + 1e-14,
+                        "ratio {rho} fold {f} value {v}: {score} {got}"
+                    );
+                }
+            }
+        }
+        assert_eq!(r.best, argmin.unwrap().1, "the argmin over single-ratio calls");
+        assert_eq!(r.chosen, r.best);
+        let c = r.chosen_curve();
+        let cfg = paths[r.chosen.path].config(Some(r.chosen_value())).unwrap();
+        let refit = fit(&p, &cfg).unwrap();
+        let (a, b) = (r.model.certificate, refit.certificate);
+        assert!((a.primal - b.primal).abs() <= a.gap + b.gap, "{a:?} {b:?}");
+        assert_eq!(c.l1_ratio, Some(ratios[r.chosen.path]));
+    }
+
+    /// The choice over (path, value) pairs: the best mean (the first on ties), and the
+    /// one-standard-error rule's pair nearest its path's top within the bound, the better mean
+    /// at the same index.
+    #[test]
+    fn the_choice_runs_over_every_pair() {
+        let curve = |mean: Vec<f64>, se: Vec<f64>| Curve {
+            l1_ratio: None,
+            values: vec![1.0; mean.len()],
+            mean,
+            se,
+            fold_scores: Vec::new(),
+        };
+        let cfg = |scoring, one_standard_error| CvConfig { folds: Some(2), scoring, one_standard_error };
+        let loss = Scoring::SquaredError;
+        let curves = [
+            curve(vec![1.0, 0.6, 0.5], vec![0.1, 0.1, 0.1]),
+            curve(vec![0.68, 0.4, 0.45], vec![0.1, 0.3, 0.1]),
+            curve(vec![0.66, 0.4, f64::NAN], vec![0.1, 0.1, f64::NAN]),
+        ];
+        let pick = |path, value| Pick { path, value };
+        // Best: 0.4 first reached by path 1 (path 2 ties later). One SE: bound 0.7; index 0
+        // holds 0.68 (path 1) and 0.66 (path 2): the better mean.
+        assert_eq!(choose(&curves, &cfg(loss, false)), (pick(1, 1), pick(1, 1)));
+        assert_eq!(choose(&curves, &cfg(loss, true)), (pick(1, 1), pick(2, 0)));
+        // Greater is better: the bound is below the best.
+        let acc: Vec<Curve> =
+            curves.iter().map(|c| curve(c.mean.iter().map(|m| 1.0 - m).collect(), c.se.clone())).collect();
+        assert_eq!(choose(&acc, &cfg(Scoring::Accuracy, true)), (pick(1, 1), pick(2, 0)));
+        // One path: the largest penalty within one SE of the best.
+        let one = [curve(vec![0.9, 0.52, 0.5, 0.7], vec![0.0, 0.0, 0.05, 0.0])];
+        assert_eq!(choose(&one, &cfg(loss, true)), (pick(0, 2), pick(0, 1)));
     }
 
     #[test]

@@ -194,7 +194,8 @@ pub const FIT_OPTIONS: &[Spec] = &[
 ];
 
 /// The grid options of `fit_path` and `fit_cv`, on top of [`FIT_OPTIONS`] (whose `l1` or `l2`
-/// may there be a list of values: the grid itself).
+/// may there be a list of values: the grid itself). `l1_ratio` is one number, or for `fit_cv`
+/// a list of them ([`crate::solver::PathParams::check_each`] checks each).
 pub const PATH_OPTIONS: &[Spec] = &[
     spec(
         "n_l1",
@@ -228,7 +229,7 @@ pub const PATH_OPTIONS: &[Spec] = &[
         "l1_ratio",
         Float,
         Null,
-        "scikit-learn's ElasticNet mixing, in (0, 1]: the l1 path ties l2 = l1 (1 - l1_ratio) / l1_ratio (alpha = l1 / l1_ratio)",
+        "scikit-learn's ElasticNet mixing, in (0, 1]: the l1 path ties l2 = l1 (1 - l1_ratio) / l1_ratio (alpha = l1 / l1_ratio); fit_cv also takes a list (one path per value, the pair chosen)",
         "l1 paths (l2 not a list)",
     ),
     spec(

@@ -83,9 +83,11 @@ pub struct PathParams {
     pub n_l2: Option<i64>,
     /// `l2_min / l2_max` of a computed `l2` grid, in `(0, 1)`.
     pub l2_min_ratio: f64,
-    /// scikit-learn's `ElasticNet` mixing `rho` in `(0, 1]`: an `l1` path whose `l2` is tied
-    /// to `l1`, `l2 = l1 (1 - rho) / rho` (its `alpha` is `l1 / rho`); `None`: `l2` fixed.
-    pub l1_ratio: Option<f64>,
+    /// scikit-learn's `ElasticNet` mixings `rho` in `(0, 1]`: each an `l1` path whose `l2` is
+    /// tied to `l1`, `l2 = l1 (1 - rho) / rho` (its `alpha` is `l1 / rho`); `None`: `l2` fixed.
+    /// A path takes one value ([`PathParams::check`]); a cross-validation runs one path per
+    /// value ([`PathParams::check_each`], [`crate::cv::cross_validate`]).
+    pub l1_ratio: Option<Vec<f64>>,
     /// Sequential Gap Safe screening ([`super::screen`]) where it applies.
     pub screening: bool,
 }
@@ -127,6 +129,8 @@ pub struct PathConfig {
     fit: FitParams,
     penalty: Penalty,
     grid: Grid,
+    /// The `l1_ratio` of an `l1` path that ties `l2` to `l1`; `None`: `l2` fixed.
+    l1_ratio: Option<f64>,
     /// `l2 / l1` along an `l1` path with an `l1_ratio`; `None`: `l2` fixed.
     l2_per_l1: Option<f64>,
     /// Sequential Gap Safe screening where it applies.
@@ -158,8 +162,27 @@ impl PathParams {
     /// Checks the grid against the fit's options `fit` (the fixed penalty comes from them).
     /// A given grid is sorted into decreasing order. Errors name the option: a given grid
     /// that is empty or holds a value out of range, both penalties given as lists, a count or
-    /// ratio out of range, or fit options that do not check for some value of the grid.
+    /// ratio out of range, more than one `l1_ratio` (a path is one curve), or fit options that
+    /// do not check for some value of the grid.
     pub fn check(&self, fit: &FitParams) -> Result<PathConfig> {
+        let mut paths = self.check_each(fit)?;
+        match (paths.pop(), paths.is_empty()) {
+            (Some(path), true) => Ok(path),
+            _ => Err(invalid(
+                "l1_ratio",
+                format!(
+                    "a path runs one l1_ratio, got {} values; pass one value, or cross-validate \
+                     them with fit_cv (one path per value)",
+                    paths.len() + 1
+                ),
+            )),
+        }
+    }
+
+    /// One checked path per `l1_ratio` value, in the order given (one path without an
+    /// `l1_ratio`), each as [`PathParams::check`] would check it alone. Errors as
+    /// [`PathParams::check`], and for an empty `l1_ratio` list.
+    pub fn check_each(&self, fit: &FitParams) -> Result<Vec<PathConfig>> {
         let (penalty, grid) = match (&self.l1, &self.l2, self.n_l2) {
             (Some(_), Some(_), _) => {
                 return Err(invalid(
@@ -181,38 +204,61 @@ impl PathParams {
                 },
             ),
         };
-        let l2_per_l1 = match self.l1_ratio {
-            None => None,
+        let ratios: Vec<Option<f64>> = match &self.l1_ratio {
+            None => vec![None],
             Some(_) if penalty == Penalty::L2 => {
                 return Err(invalid(
                     "l1_ratio",
                     "l1_ratio ties l2 to l1 along an l1 path; drop the l2 list or n_l2, or l1_ratio",
                 ))
             }
-            Some(r) if r.is_finite() && r > 0.0 && r <= 1.0 => Some((1.0 - r) / r),
-            Some(r) => {
+            Some(values) if values.is_empty() => {
                 return Err(invalid(
                     "l1_ratio",
-                    format!("got {r}; must be in (0, 1] (1: the Lasso's l2 = 0)"),
+                    "the list is empty; pass at least one value in (0, 1], or no l1_ratio",
                 ))
             }
+            Some(values) => match values.iter().find(|r| !(r.is_finite() && **r > 0.0 && **r <= 1.0)) {
+                Some(r) => {
+                    return Err(invalid(
+                        "l1_ratio",
+                        format!("got {r}; each value must be in (0, 1] (1: the Lasso's l2 = 0)"),
+                    ))
+                }
+                None => match values.iter().enumerate().find(|(i, r)| values[..*i].contains(r)) {
+                    Some((_, r)) => {
+                        return Err(invalid(
+                            "l1_ratio",
+                            format!("{r} is given twice; pass each value once (one path each)"),
+                        ))
+                    }
+                    None => values.iter().map(|&r| Some(r)).collect(),
+                },
+            },
         };
-        let path = PathConfig {
-            fit: fit.clone(),
-            penalty,
-            grid,
-            l2_per_l1,
-            screening: self.screening,
-            interrupt: None,
-        };
-        // The fixed options and the grid's ends must check (e.g. l2 = 0 needs every l1 > 0).
-        path.config(None)?;
-        if let Grid::Given(values) = &path.grid {
-            for &v in [values[0], values[values.len() - 1]].iter() {
-                path.config(Some(v))?;
-            }
-        }
-        Ok(path)
+        ratios
+            .into_iter()
+            .map(|l1_ratio| {
+                let path = PathConfig {
+                    fit: fit.clone(),
+                    penalty,
+                    grid: grid.clone(),
+                    l1_ratio,
+                    l2_per_l1: l1_ratio.map(|r| (1.0 - r) / r),
+                    screening: self.screening,
+                    interrupt: None,
+                };
+                // The fixed options and the grid's ends must check (e.g. l2 = 0 needs every
+                // l1 > 0).
+                path.config(None)?;
+                if let Grid::Given(values) = &path.grid {
+                    for &v in [values[0], values[values.len() - 1]].iter() {
+                        path.config(Some(v))?;
+                    }
+                }
+                Ok(path)
+            })
+            .collect()
     }
 }
 
@@ -233,6 +279,11 @@ impl PathConfig {
     /// The penalty the path runs over.
     pub fn penalty(&self) -> Penalty {
         self.penalty
+    }
+
+    /// The `l1_ratio` this path ties `l2` to `l1` by (`None`: `l2` fixed).
+    pub fn l1_ratio(&self) -> Option<f64> {
+        self.l1_ratio
     }
 
     /// The fit's options (the varying penalty as the user passed it).
@@ -751,8 +802,12 @@ mod tests {
                 let view = DenseView::new(&x, n, d).unwrap();
                 let base = FitParams { fit_intercept: intercept, ..params(loss, 0.0) };
                 let rho = 0.3;
-                let grid =
-                    PathParams { n_l1: 6, l1_min_ratio: 1e-2, l1_ratio: Some(rho), ..Default::default() };
+                let grid = PathParams {
+                    n_l1: 6,
+                    l1_min_ratio: 1e-2,
+                    l1_ratio: Some(vec![rho]),
+                    ..Default::default()
+                };
                 let path = grid.check(&base).unwrap();
                 let p = Problem::new(&view, &y, None, path.config(None).unwrap().loss).unwrap();
                 let out = fit_path(&p, &path).unwrap();
@@ -779,19 +834,32 @@ mod tests {
         }
         // l1_ratio = 1 is the fixed-l2 path at l2 = 0; out of (0, 1] or with an l2 path: errors.
         let base = params("squared", 0.0);
-        let lasso = PathParams { l1_ratio: Some(1.0), ..Default::default() }.check(&base).unwrap();
+        let lasso = PathParams { l1_ratio: Some(vec![1.0]), ..Default::default() }.check(&base).unwrap();
         assert!(!lasso.tied());
         assert_eq!(lasso.config(Some(0.5)).unwrap().l2, 0.0);
         for bad in [
-            PathParams { l1_ratio: Some(0.0), ..Default::default() },
-            PathParams { l1_ratio: Some(1.5), ..Default::default() },
-            PathParams { l1_ratio: Some(f64::NAN), ..Default::default() },
-            PathParams { l1_ratio: Some(0.5), l2: Some(vec![1.0]), ..Default::default() },
-            PathParams { l1_ratio: Some(0.5), n_l2: Some(3), ..Default::default() },
+            PathParams { l1_ratio: Some(vec![0.0]), ..Default::default() },
+            PathParams { l1_ratio: Some(vec![1.5]), ..Default::default() },
+            PathParams { l1_ratio: Some(vec![f64::NAN]), ..Default::default() },
+            PathParams { l1_ratio: Some(vec![0.5]), l2: Some(vec![1.0]), ..Default::default() },
+            PathParams { l1_ratio: Some(vec![0.5]), n_l2: Some(3), ..Default::default() },
+            PathParams { l1_ratio: Some(vec![]), ..Default::default() },
+            PathParams { l1_ratio: Some(vec![0.5, 0.0]), ..Default::default() },
+            PathParams { l1_ratio: Some(vec![0.5, 1.0]), ..Default::default() },
+            PathParams { l1_ratio: Some(vec![0.5, 0.2, 0.5]), ..Default::default() },
         ] {
             let err = bad.check(&base).unwrap_err().to_string();
             assert!(err.contains("l1_ratio"), "{err}");
         }
+        // Several values: one path each, in the order given, each its own tie.
+        let each = PathParams { l1_ratio: Some(vec![0.5, 1.0, 0.2]), ..Default::default() };
+        let paths = each.check_each(&base).unwrap();
+        let ratios: Vec<Option<f64>> = paths.iter().map(PathConfig::l1_ratio).collect();
+        assert_eq!(ratios, [Some(0.5), Some(1.0), Some(0.2)]);
+        let l2s: Vec<f64> = paths.iter().map(|p| p.config(Some(2.0)).unwrap().l2).collect();
+        assert_eq!(l2s, [2.0, 0.0, 8.0]);
+        assert!(each.check(&base).unwrap_err().to_string().contains("fit_cv"));
+        assert_eq!(PathParams::default().check_each(&base).unwrap()[0].l1_ratio(), None);
     }
 
     /// The squared-loss Lasso's `l1_max` against its closed form `||X^T (y - ybar)||_inf / n`
