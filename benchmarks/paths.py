@@ -259,7 +259,12 @@ def sparse_peer(
             return np.column_stack(
                 [
                     LogisticRegression(
-                        l1_ratio=1.0, C=1.0 / (l1 * n), solver="liblinear", fit_intercept=False, tol=tol
+                        l1_ratio=1.0,
+                        C=1.0 / (l1 * n),
+                        solver="liblinear",
+                        fit_intercept=False,
+                        tol=tol,
+                        max_iter=100_000,
                     )
                     .fit(X, y)
                     .coef_.ravel()
