@@ -124,6 +124,28 @@ def lasso_peers() -> dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray, flo
     return peers
 
 
+def calibrated_peer(
+    build: Callable[[float | None], Callable[[], Any]],
+    score: Callable[[Any], tuple[float, float, dict[str, Any]]],
+    ladder: list[float],
+    target: float,
+    repeat: int,
+    max_point_seconds: float = 120.0,
+) -> dict[str, Any]:
+    """A peer at the loosest tolerance of ``ladder`` reaching ``target`` (``common.calibrate``),
+    timed ``repeat`` times there: its record for the JSON and the report."""
+    cal = calibrate(build, score, ladder, target, max_point_seconds)
+    timing = time_call(build(cal.chosen.tol), repeat)
+    return {
+        "tol": cal.chosen.tol,
+        "reached": cal.reached,
+        "cpu": timing.cpu_median,
+        "wall": timing.median,
+        "subopt": score(timing.result)[1],
+        "calibration": [{"tol": q.tol, "subopt": q.subopt, "seconds": q.seconds} for q in cal.points],
+    }
+
+
 def row_lasso(args: argparse.Namespace) -> dict[str, Any]:
     """Ours at ``tol`` (every value certified to that relative gap) against each peer at its
     loosest tolerance whose worst relative suboptimality over the path reaches the same number,
@@ -164,18 +186,8 @@ def row_lasso(args: argparse.Namespace) -> dict[str, Any]:
             obj = objectives(coefs)
             return float(obj.sum()), worst(relative_suboptimality(obj, p_star)), {}
 
-        cal = calibrate(build, score, tol_ladder(1e-2, 1e-12, per_decade=2), target)
-        tol = cal.chosen.tol
-        peer_timing = time_call(build(tol), args.repeat)
-        out[name] = {
-            "tol": tol,
-            "reached": cal.reached,
-            "cpu": peer_timing.cpu_median,
-            "wall": peer_timing.median,
-            "subopt": score(peer_timing.result)[1],
-            "calibration": [{"tol": q.tol, "subopt": q.subopt} for q in cal.points],
-        }
-        out[f"ratio_vs_{name}"] = timing.cpu_median / peer_timing.cpu_median
+        out[name] = calibrated_peer(build, score, tol_ladder(1e-2, 1e-12, per_decade=2), target, args.repeat)
+        out[f"ratio_vs_{name}"] = timing.cpu_median / out[name]["cpu"]
     if "celer" not in out:
         out["celer"] = "not installed (pip install celer)"
     return out
@@ -298,8 +310,7 @@ def row_sparse_loss(args: argparse.Namespace, loss: str) -> dict[str, Any]:
         return float(obj.sum()), worst(relative_suboptimality(obj, p_star)), {}
 
     build = sparse_peer(loss, X, p.y, l1s)
-    cal = calibrate(build, score, tol_ladder(1e-2, 1e-10, per_decade=2), args.tol, max_point_seconds=300.0)
-    peer_timing = time_call(build(cal.chosen.tol), args.repeat)
+    peer = calibrated_peer(build, score, tol_ladder(1e-2, 1e-10, per_decade=2), args.tol, args.repeat, 300.0)
     off = time_call(lambda: sparse_path(p, loss, tol=args.tol, screening=False)[0], args.repeat)
     return {
         "rows": p.n,
@@ -311,15 +322,8 @@ def row_sparse_loss(args: argparse.Namespace, loss: str) -> dict[str, Any]:
         "ours_wall": timing.median,
         "ours_max_gap_rel": max(m["gap"] / m["primal"] for m in path),
         "ours_subopt": worst(relative_suboptimality(ours, p_star)),
-        "peer": {
-            "tol": cal.chosen.tol,
-            "reached": cal.reached,
-            "cpu": peer_timing.cpu_median,
-            "wall": peer_timing.median,
-            "subopt": score(peer_timing.result)[1],
-            "calibration": [{"tol": q.tol, "subopt": q.subopt, "seconds": q.seconds} for q in cal.points],
-        },
-        "ratio": timing.cpu_median / peer_timing.cpu_median,
+        "peer": peer,
+        "ratio": timing.cpu_median / peer["cpu"],
         "screening": {
             "on_cpu": timing.cpu_median,
             "off_cpu": off.cpu_median,
