@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from functools import partial
+
 import numpy as np
 import polars as pl
 import pytest
@@ -40,6 +43,31 @@ def _score(scoring: str, a: np.ndarray, y: np.ndarray) -> float:
     return float(np.mean(np.abs(a - y)))
 
 
+def _fold_loop(
+    df: pl.DataFrame, feats: list[str], scoring: str, fit_values: Callable[[pl.DataFrame], list[dict]]
+) -> np.ndarray:
+    """The held-out scores ``(n_folds, n_values)`` by hand, one row per value of the ``fold``
+    column in increasing order (``fit_cv``'s fold order): ``fit_values`` fits the grid on the
+    fold's training rows (a model per value), each model scored on the held-out rows."""
+    X, y = df.select(feats).to_numpy(), df["y"].to_numpy()
+    scores = []
+    for f in sorted(df["fold"].unique()):
+        test = (df["fold"] == f).to_numpy()
+        models = fit_values(df.filter(pl.col("fold") != f))
+        scores.append(
+            [_score(scoring, X[test] @ np.array(m["coef"]) + m["intercept"], y[test]) for m in models]
+        )
+    return np.array(scores)
+
+
+def _assert_summary(mean: list[float], se: list[float], fold_scores: np.ndarray) -> None:
+    """A curve's mean and standard error (``sd / sqrt(K)``, ``K - 1`` degrees of freedom) of
+    its fold scores."""
+    k = fold_scores.shape[0]
+    np.testing.assert_allclose(mean, fold_scores.mean(0), rtol=1e-12, atol=1e-14)
+    np.testing.assert_allclose(se, fold_scores.std(0, ddof=1) / np.sqrt(k), rtol=1e-10, atol=1e-14)
+
+
 @pytest.mark.parametrize(
     ("loss", "scoring", "classification"),
     [
@@ -58,19 +86,14 @@ def test_cv_scores_equal_a_hand_written_fold_loop(loss: str, scoring: str, class
     values = cv["values"]
     assert values == sorted(values, reverse=True)
     assert cv["scoring"] == scoring
-    X, y = df.select(feats).to_numpy(), df["y"].to_numpy()
-    by_fold = []
-    for f in sorted(df["fold"].unique()):
-        train = df.filter(pl.col("fold") != f)
-        path = train.select(ps.fit_path("y", feats, **{**opts, "l1": values})).item()
-        test = (df["fold"] == f).to_numpy()
-        by_fold.append(
-            [_score(scoring, X[test] @ np.array(m["coef"]) + m["intercept"], y[test]) for m in path]
-        )
-    want = np.array(by_fold)
-    assert np.allclose(cv["fold_scores"], want, rtol=1e-12, atol=1e-14)
-    assert np.allclose(cv["mean"], want.mean(0), rtol=1e-12, atol=1e-14)
-    assert np.allclose(cv["se"], want.std(0, ddof=1) / 2.0, rtol=1e-10, atol=1e-14)
+    want = _fold_loop(
+        df,
+        feats,
+        scoring,
+        lambda train: train.select(ps.fit_path("y", feats, **{**opts, "l1": values})).item(),
+    )
+    np.testing.assert_allclose(cv["fold_scores"], want, rtol=1e-12, atol=1e-14)
+    _assert_summary(cv["mean"], cv["se"], want)
     better = np.argmax if scoring == "accuracy" else np.argmin
     assert cv["best"] == values[int(better(want.mean(0)))]
     assert cv["chosen"] == cv["best"]
@@ -161,6 +184,20 @@ def _curve(cv: dict, rho: float) -> dict[str, list]:
     }
 
 
+def _tied_fits(
+    train: pl.DataFrame, *, feats: list[str], loss: str, rho: float, values: list[float], tol: float
+) -> list[dict]:
+    """Plain fits on ``train`` at each ``l1`` of ``values`` with ``l2 = l1 (1 - rho) / rho``."""
+    fits = [
+        train.select(
+            ps.fit("y", feats, loss=loss, l1=l1, l2=l1 * (1.0 - rho) / rho, tol=tol, max_epochs=100_000)
+        ).item()
+        for l1 in values
+    ]
+    assert all(m["converged"] for m in fits), rho
+    return fits
+
+
 @pytest.mark.parametrize(("loss", "classification"), [("logistic", True), ("squared", False)])
 def test_several_l1_ratios_equal_a_fold_loop_of_plain_fits(loss: str, classification: bool) -> None:
     """Each (ratio, value)'s fold score against plain fits at that pair (l2 = l1 (1 - rho) / rho)
@@ -173,31 +210,17 @@ def test_several_l1_ratios_equal_a_fold_loop_of_plain_fits(loss: str, classifica
     opts = {"loss": loss, "n_l1": 5, "l1_min_ratio": 2e-2, "tol": tol, "max_epochs": 100_000}
     cv = df.select(ps.fit_cv("y", feats, fold_column="fold", l1_ratio=RATIOS, **opts)).item()
     assert cv["l1_ratio"] == [rho for rho in RATIOS for _ in range(5)]
-    X, y = df.select(feats).to_numpy(), df["y"].to_numpy()
-    folds = sorted(df["fold"].unique())
     for rho in RATIOS:
         curve = _curve(cv, rho)
         alone = df.select(ps.fit_path("y", feats, l1_ratio=rho, **opts)).item()
         assert curve["values"] == [m["l1"] for m in alone], f"ratio {rho}: its own grid"
-        for k, f in enumerate(folds):
-            train, test = df.filter(pl.col("fold") != f), (df["fold"] == f).to_numpy()
-            for v, l1 in enumerate(curve["values"]):
-                l2 = l1 * (1.0 - rho) / rho
-                m = train.select(
-                    ps.fit("y", feats, loss=loss, l1=l1, l2=l2, tol=tol, max_epochs=100_000)
-                ).item()
-                assert m["converged"], (rho, f, l1)
-                want = _score(scoring, X[test] @ np.array(m["coef"]) + m["intercept"], y[test])
-                got = curve["fold_scores"][k][v]
-                # Both models are certified to a relative gap of 1e-12: for l2 > 0 within
-                # sqrt(2 gap / l2) <~ 1e-6 of the optimum, for the Lasso (rho = 1) within an
-                # objective of 1e-12 relative. The held-out scores agree far closer than 1e-5.
-                assert got == pytest.approx(want, rel=1e-5, abs=1e-9), (rho, f, l1)
-        means = np.mean(curve["fold_scores"], axis=0)
-        np.testing.assert_allclose(curve["mean"], means, rtol=1e-12)
-        np.testing.assert_allclose(
-            curve["se"], np.std(curve["fold_scores"], axis=0, ddof=1) / 2.0, rtol=1e-10
-        )
+        fits = partial(_tied_fits, feats=feats, loss=loss, rho=rho, values=curve["values"], tol=tol)
+        want = _fold_loop(df, feats, scoring, fits)
+        # Both models are certified to a relative gap of 1e-12: for l2 > 0 within
+        # sqrt(2 gap / l2) <~ 1e-6 of the optimum, for the Lasso (rho = 1) within an
+        # objective of 1e-12 relative. The held-out scores agree far closer than 1e-5.
+        np.testing.assert_allclose(curve["fold_scores"], want, rtol=1e-5, atol=1e-9, err_msg=f"ratio {rho}")
+        _assert_summary(curve["mean"], curve["se"], np.asarray(curve["fold_scores"]))
     # The refit model is the plain fit at the chosen pair.
     rho, l1 = cv["chosen_l1_ratio"], cv["chosen"]
     assert cv["model"]["l1"] == l1
