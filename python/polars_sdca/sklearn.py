@@ -32,7 +32,10 @@ Cross-validation
     ``fit_cv`` per one-vs-rest class, in one query. A list of elastic-net mixings
     (``l1_ratio=[...]``, ``ElasticNetCV``'s spelling, or ``l1_ratios=[...]`` of
     ``LogisticRegressionCV`` in the classifier) runs one ``l1`` path per ratio on the same
-    folds and picks the best ``(l1_ratio, l1)`` pair.
+    folds and picks the best ``(l1_ratio, l1)`` pair. In the classifier ``Cs`` with
+    ``l1_ratios`` is ``LogisticRegressionCV``'s grid of pairs ``(C, l1_ratio)``: one
+    ``fit_cv`` per ratio (``l1 = r / (C sum_i s_i)`` with ``l2`` tied to it; ``r = 0`` the
+    ``l2`` path), in one query on the same folds, the pair chosen over all of them.
 
 Classes
     Two classes: one binary fit with labels ``-1`` / ``+1`` (``classes_[1]`` is ``+1``). More
@@ -770,6 +773,7 @@ class _CrossValidated:
     l1s: int | Sequence[float] | None
     l1_min_ratio: float
     l1_ratio: float | Sequence[float] | None
+    l1: float
     cv: Any
     scoring: Scoring
     select: CvSelect
@@ -779,6 +783,12 @@ class _CrossValidated:
     _options: Any  # the plain estimator's options at a total weight
     C: float | None = None  # the grid replaces it; the plain estimators' plumbing reads l2 then
     warm_start = False
+    _c_with_ratios = False
+    """Whether ``Cs`` takes mixings (``LogisticRegressionCV``'s grid; the classifier)."""
+    _grid_ratios: list[float] | None
+    _picks: list[tuple[int, int]]
+    _ratio_values: _FloatArray
+    _ratio_scores: list[_FloatArray]
 
     def _fit_models(
         self,
@@ -794,6 +804,31 @@ class _CrossValidated:
     def _usable_warm_start(self, n_models: int, same_classes: bool = True) -> pl.Series | None:
         return None  # each fit_cv warm-starts along its own path
 
+    def _grids(self, total_weight: float, c_ratios: list[float] | None) -> list[dict[str, Any]]:
+        """The grid options of each :func:`polars_sdca.fit_cv` call per label: one grid, or with
+        ``Cs`` and mixings (``c_ratios``, the classifier's ``LogisticRegressionCV`` grid) one
+        per ratio: ``l1 = r / (C sum_i s_i)`` with ``l2`` tied to it for ``r > 0``, the plain
+        ``Cs`` path over ``l2`` (``l1 = 0``) for ``r = 0``."""
+        if c_ratios is None:
+            return [self._grid(total_weight)]
+        Cs = self._c_grid()
+        return [
+            {"l2": [1.0 / (c * total_weight) for c in Cs], "l1": 0.0}
+            if r == 0.0
+            else {"l1": [r / (c * total_weight) for c in Cs], "l1_ratio": r}
+            for r in c_ratios
+        ]
+
+    def _c_grid(self) -> list[float]:
+        """The ``C`` values of ``Cs`` (an int: ``LogisticRegressionCV``'s ``logspace(-4, 4, Cs)``)."""
+        Cs = self._values("Cs", self.Cs)
+        if isinstance(Cs, int):
+            Cs = np.logspace(-4, 4, Cs).tolist()
+        if not all(c > 0 for c in Cs):
+            msg = f"Cs must hold positive numbers, got {Cs!r}"
+            raise ValueError(msg)
+        return Cs
+
     def _grid(self, total_weight: float) -> dict[str, Any]:
         """The path's grid options: a list of ``l2 = 1 / (C sum_i s_i)`` for ``Cs`` (an int:
         ``LogisticRegressionCV``'s ``logspace(-4, 4, Cs)``), or ``l1`` values / ``n_l1``."""
@@ -802,13 +837,7 @@ class _CrossValidated:
             raise ValueError(msg)
         grid: dict[str, Any] = {}
         if self.Cs is not None:
-            Cs = self._values("Cs", self.Cs)
-            if isinstance(Cs, int):
-                Cs = np.logspace(-4, 4, Cs).tolist()
-            if not all(c > 0 for c in Cs):
-                msg = f"Cs must hold positive numbers, got {Cs!r}"
-                raise ValueError(msg)
-            grid["l2"] = [1.0 / (c * total_weight) for c in Cs]
+            grid["l2"] = [1.0 / (c * total_weight) for c in self._c_grid()]
         else:
             l1s = self._values("l1s", self.l1s)
             if isinstance(l1s, int):
@@ -827,6 +856,48 @@ class _CrossValidated:
                 raise ValueError(msg)
             grid["l1_ratio"] = ratios
         return grid
+
+    def _c_ratios(self) -> list[float] | None:
+        """The mixings searched with ``Cs`` (``LogisticRegressionCV(Cs=..., l1_ratios=[...])``,
+        the classifier only), checked here as the plugin does not take ``l1_ratio = 0``; None
+        for every other grid."""
+        ratios = self._l1_ratios()
+        if not self._c_with_ratios or self.Cs is None or ratios is None:
+            return None
+        if self.l1s is not None:
+            return None  # _grid refuses both grids
+        name = self._l1_ratios_name()
+        if isinstance(ratios, numbers.Real):
+            ratios = [ratios]
+        elif isinstance(ratios, (str, bytes)) or not hasattr(ratios, "__iter__"):
+            msg = f"{name} must be a number in [0, 1] or a sequence of them, got {ratios!r}"
+            raise TypeError(msg)
+        checked: list[float] = []
+        for r in ratios:
+            if not isinstance(r, numbers.Real) or isinstance(r, bool):
+                msg = f"each {name} value must be a number in [0, 1], got {r!r}"
+                raise TypeError(msg)
+            if not 0.0 <= float(r) <= 1.0:  # NaN too
+                msg = (
+                    f"{name} got {r}; with Cs each value must be in [0, 1] (0: the L2 penalty, "
+                    "1: the L1 penalty)"
+                )
+                raise ValueError(msg)
+            if float(r) in checked:
+                msg = f"{name}: {float(r)} is given twice; pass each value once (one path each)"
+                raise ValueError(msg)
+            checked.append(float(r))
+        if not checked:
+            msg = f"{name} is empty; pass at least one value in [0, 1], or no {name}"
+            raise ValueError(msg)
+        if self.l1 != 0.0:
+            msg = (
+                f"l1={self.l1!r} is not used with Cs and {name}: each pair (C, l1_ratio) sets "
+                "l1 = l1_ratio / (C sum_i s_i) and l2 = (1 - l1_ratio) / (C sum_i s_i); leave "
+                "l1=0, or pass Cs=None and an l1s grid"
+            )
+            raise ValueError(msg)
+        return checked
 
     def _l1_ratios(self) -> Any:
         """The ``l1_ratio`` option of ``fit_cv`` (one number or a list; None: ``l2`` fixed)."""
@@ -889,15 +960,19 @@ class _CrossValidated:
         labels: dict[str, pl.Series],
         weights: tuple[_FloatArray | None, float],
     ) -> pl.Series:
-        """One ``fit_cv`` per label column in one query; keeps their results in ``cv_results_``
-        and returns the refit models."""
-        options = {**options, **self._grid(weights[1]), "scoring": self.scoring, "select": self.select}
-        if self._l1_ratios() is not None:
-            options.pop("l2", None)  # tied to l1 along the path
+        """One ``fit_cv`` per label column (with ``Cs`` and mixings in the classifier: one per
+        label and ratio, joined by :meth:`_join_ratios`), all in one query; keeps their results
+        in ``cv_results_`` and returns the refit models."""
+        c_ratios = self._c_ratios()
+        self._grid_ratios = c_ratios
+        base = {**options, "scoring": self.scoring, "select": self.select}
         if isinstance(features, str) and frame[features].dtype == pl.List:
-            options["n_features"] = self.n_features_in_
+            base["n_features"] = self.n_features_in_
+        calls = [{**base, **grid} for grid in self._grids(weights[1], c_ratios)]
+        for call in calls:
+            if call.get("l1_ratio") is not None:
+                call.pop("l2", None)  # tied to l1 along the path
         folds, fold_column = self._folds(labels, frame.height)
-        options.update(folds)
         columns = [s.alias(name) for name, s in labels.items()]
         if weights[0] is not None:
             columns.append(pl.Series(_W, weights[0]))
@@ -906,10 +981,64 @@ class _CrossValidated:
         data = frame.with_columns(columns)
         weights_name = None if weights[0] is None else _W
         row = data.select(
-            fit_cv(name, features, weights=weights_name, **options).alias(name) for name in labels
+            fit_cv(name, features, weights=weights_name, **call, **folds).alias(f"{i}:{j}")
+            for i, name in enumerate(labels)
+            for j, call in enumerate(calls)
         )
-        self.cv_results_ = pl.concat([row[name] for name in labels]).alias("cv")
+        if c_ratios is None:
+            self.cv_results_ = pl.concat([row[f"{i}:0"] for i in range(len(labels))]).alias("cv")
+        else:
+            parts = [[row[f"{i}:{j}"] for j in range(len(calls))] for i in range(len(labels))]
+            refit = {**base, "n_features": base.get("n_features"), "weights": weights_name}
+            self.cv_results_ = self._join_ratios(parts, c_ratios, data, features, labels, refit)
         return self.cv_results_.struct.field("model").alias("model")
+
+    def _join_ratios(
+        self,
+        parts: list[list[pl.Series]],
+        ratios: list[float],
+        data: pl.DataFrame,
+        features: str | list[str],
+        labels: dict[str, pl.Series],
+        options: dict[str, Any],
+    ) -> pl.Series:
+        """Each label's ``fit_cv`` structs, one per ratio (the same folds: the same seed and
+        labels, or the same fold column), joined into one struct of :func:`polars_sdca.fit_cv`'s
+        shape, ``penalty`` "elasticnet": the curves one after the other, the choice over every
+        pair by the plugin's rule (:func:`_choose`) and the refit model of the chosen ratio's
+        call when it chose the same value (always, for ``select="best"``), else a fit at the
+        chosen pair (the one-standard-error rule's bound comes from the best of every ratio)."""
+        rows = [[p.to_list()[0] for p in label_parts] for label_parts in parts]
+        picks = [
+            _choose(
+                [r["mean"] for r in label_rows],
+                [r["se"] for r in label_rows],
+                greater=label_rows[0]["scoring"] in _GREATER_IS_BETTER,
+                one_standard_error=self.select == "one_standard_error",
+            )
+            for label_rows in rows
+        ]
+        models: dict[int, pl.Series] = {}
+        refits: dict[int, pl.Expr] = {}
+        fit_options = {k: v for k, v in options.items() if k not in _CV_KEYS and v is not None}
+        for i, (name, label_rows, (_, (r, v))) in enumerate(zip(labels, rows, picks, strict=True)):
+            own = label_rows[r]
+            if own["values"].index(own["chosen"]) == v:
+                models[i] = parts[i][r].struct.field("model")
+            else:
+                value = own["values"][v]
+                l1, l2 = (0.0, value) if ratios[r] == 0.0 else (value, (1.0 - ratios[r]) / ratios[r] * value)
+                refits[i] = fit(name, features, **{**fit_options, "l1": l1, "l2": l2}).alias(str(i))
+        if refits:
+            again = data.select(refits.values())
+            models.update({i: again[str(i)] for i in refits})
+        self._picks = [chosen for _, chosen in picks]
+        return pl.concat(
+            [
+                _joined(models[i].alias("model"), label_rows, ratios, picks[i])
+                for i, label_rows in enumerate(rows)
+            ]
+        ).alias("cv")
 
     def _cv_attributes(self) -> None:
         """The chosen penalties and ratios, the grid and the fold scores, read from
@@ -924,11 +1053,94 @@ class _CrossValidated:
         self.scoring_ = str(rows[0]["scoring"])
         curves = [_curves(row) for row in rows]
         self._chosen_ratios = [row["chosen_l1_ratio"] for row in rows]
+        self._ratio_values = curves[0][1]
+        self._ratio_scores = [scores for _, _, scores in curves]
         self.values_ = curves[0][1]
         self._fold_scores = [scores for _, _, scores in curves]
         if len(curves[0][0]) == 1:
             self.values_ = self.values_[0]
             self._fold_scores = [scores[0] for scores in self._fold_scores]
+
+
+_GREATER_IS_BETTER = ("accuracy",)
+"""Scorings for which a larger held-out score is better (``Scoring::greater_is_better``)."""
+_CV_KEYS = ("scoring", "select", "folds", "fold_column", "l1_ratio", "n_l1", "l1_min_ratio")
+"""Options of a ``fit_cv`` call that a plain ``fit`` does not take."""
+
+
+def _choose(
+    means: list[list[float]], ses: list[list[float]], *, greater: bool, one_standard_error: bool
+) -> tuple[tuple[int, int], tuple[int, int]]:
+    """The plugin's choice over every (path, value) pair (``choose`` in the core's ``cv.rs``):
+    the best finite mean, the first in path order then value order on ties; and the pair
+    chosen, the best or, by the one-standard-error rule, of the pairs within one standard error
+    of the best the one with the smallest value index (nearest its path's top), the better mean
+    among pairs at the same index, the first on ties."""
+
+    def better(a: float, b: float) -> bool:
+        return a > b if greater else a < b
+
+    def finite(x: float | None) -> bool:
+        return x is not None and np.isfinite(x)
+
+    pairs = [(r, v) for r, m in enumerate(means) for v in range(len(m))]
+    best: tuple[int, int] | None = None
+    for r, v in pairs:
+        if finite(means[r][v]) and (best is None or better(means[r][v], means[best[0]][best[1]])):
+            best = (r, v)
+    if best is None:
+        best = (0, 0)
+    if not one_standard_error:
+        return best, best
+    top, se = means[best[0]][best[1]], ses[best[0]][best[1]]
+    bound = top - se if greater else top + se
+    chosen: tuple[int, int] | None = None
+    for r, v in pairs:
+        m = means[r][v]
+        if not (finite(m) and (m >= bound if greater else m <= bound)):
+            continue
+        if chosen is None or v < chosen[1] or (v == chosen[1] and better(m, means[chosen[0]][chosen[1]])):
+            chosen = (r, v)
+    return best, best if chosen is None else chosen
+
+
+def _joined(
+    model: pl.Series,
+    rows: list[dict[str, Any]],
+    ratios: list[float],
+    picks: tuple[tuple[int, int], tuple[int, int]],
+) -> pl.Series:
+    """One struct of :func:`polars_sdca.fit_cv`'s fields from per-ratio ``rows`` (each one
+    ratio's curve) and the pairs ``picks`` (best, chosen): ``l1_ratio`` gives each entry's ratio
+    (0.0 for the ``l2`` path), ``values`` its own penalty (``l1``; ``l2`` for ratio 0)."""
+    floats = pl.List(pl.Float64)
+
+    def flat(key: str) -> list[float]:
+        return [x for row in rows for x in row[key]]
+
+    (rb, vb), (rc, vc) = picks
+    n_folds = len(rows[0]["fold_scores"])
+    columns = [
+        model,
+        pl.Series("penalty", ["elasticnet"]),
+        pl.Series(
+            "l1_ratio", [[r for r, row in zip(ratios, rows, strict=True) for _ in row["values"]]], floats
+        ),
+        pl.Series("values", [flat("values")], floats),
+        pl.Series("mean", [flat("mean")], floats),
+        pl.Series("se", [flat("se")], floats),
+        pl.Series(
+            "fold_scores",
+            [[[x for row in rows for x in row["fold_scores"][f]] for f in range(n_folds)]],
+            pl.List(floats),
+        ),
+        pl.Series("best", [rows[rb]["values"][vb]], pl.Float64),
+        pl.Series("chosen", [rows[rc]["values"][vc]], pl.Float64),
+        pl.Series("best_l1_ratio", [ratios[rb]], pl.Float64),
+        pl.Series("chosen_l1_ratio", [ratios[rc]], pl.Float64),
+        pl.Series("scoring", [rows[0]["scoring"]]),
+    ]
+    return pl.DataFrame(columns).to_struct("cv")
 
 
 def _curves(row: dict[str, Any]) -> tuple[list[float | None], _FloatArray, _FloatArray]:
@@ -958,32 +1170,45 @@ class SDCAClassifierCV(_CrossValidated, SDCAClassifier):
     held-out score of every value, the choice (best mean, or the one-standard-error rule) and
     the refit on all rows. All fits run in one Polars query.
 
+    ``Cs`` with ``l1_ratios`` is ``LogisticRegressionCV``'s elastic-net grid: the pair ``(C,
+    r)`` is ``l1 = r / (C sum_i s_i)``, ``l2 = (1 - r) / (C sum_i s_i)`` (scikit-learn's ``C
+    sum_i s_i phi + r ||w||_1 + (1 - r) ||w||^2 / 2`` divided by ``C sum_i s_i``). Each ratio
+    ``r > 0`` is then one ``fit_cv`` over the ``l1`` values ``r / (C sum_i s_i)`` with ``l2``
+    tied to ``l1`` by ``r``, ``r = 0`` the plain ``Cs`` path over ``l2``; they run in one
+    query on the same folds, and the pair is chosen over every ratio's curve by the plugin's
+    rule (the best mean, the first ratio given, then the smallest ``C``, on ties). Each curve
+    is the single-ratio call's, bit for bit, and so is the refit model (the chosen ratio's
+    call refits it; only when the one-standard-error rule picks another value than that call
+    did is the model fitted again, at the chosen pair).
+
     Parameters
     ----------
     Cs : int or sequence of float, default=10
-        Grid of ``C`` (``l2 = 1 / (C sum_i s_i)``, ``l1`` fixed): an int ``k`` is
-        ``LogisticRegressionCV``'s ``numpy.logspace(-4, 4, k)``. Set ``Cs=None`` and ``l1s`` for
-        an ``l1`` path instead. Every fold fits the refit's ``l2`` (the mean-loss objective's
-        penalty, held fixed across folds as ``LassoCV`` holds ``alpha``): in scikit-learn's
-        terms a fold with ``n_train`` of the ``n`` rows runs at ``C n_train / n``, where
-        ``LogisticRegressionCV`` runs every fold at ``C``.
+        Grid of ``C`` (``l2 = 1 / (C sum_i s_i)``, ``l1`` fixed; with ``l1_ratios``, as
+        above): an int ``k`` is ``LogisticRegressionCV``'s ``numpy.logspace(-4, 4, k)``. Set
+        ``Cs=None`` and ``l1s`` for an ``l1`` path instead. Every fold fits the refit's
+        penalties (the mean-loss objective's, held fixed across folds as ``LassoCV`` holds
+        ``alpha``): in scikit-learn's terms a fold with ``n_train`` of the ``n`` rows runs at
+        ``C n / n_train``, where ``LogisticRegressionCV`` runs every fold at ``C``.
     l1s : int or sequence of float, optional
         Grid of ``l1`` (``l2`` fixed): an int ``k`` is ``k`` values from the exact ``l1_max``
         (the smallest ``l1`` whose model is zero) down to ``l1_max * l1_min_ratio``.
     l1_min_ratio : float, default=1e-3
         The smallest computed ``l1`` over ``l1_max`` (``l1s`` an int).
     l1_ratio : float or sequence of float, optional
-        The elastic-net mixing of scikit-learn (in ``(0, 1]``): along the ``l1s`` path ``l2 =
-        l1 (1 - l1_ratio) / l1_ratio`` instead of the fixed ``l2``; not with ``Cs``. A list
-        searches the pairs ``(l1_ratio, l1)``, one path per ratio on the same folds (as
-        ``l1_ratios``).
+        The elastic-net mixing of scikit-learn. With ``Cs``: each value in ``[0, 1]``, the
+        pairs ``(C, l1_ratio)`` as above (a number: one ratio, the scores without a ratio
+        axis). With ``l1s`` (each value in ``(0, 1]``): along the ``l1s`` path ``l2 = l1 (1 -
+        l1_ratio) / l1_ratio`` instead of the fixed ``l2``, a list searching the pairs
+        ``(l1_ratio, l1)``, one path per ratio on the same folds (as ``l1_ratios``).
     l1_ratios : sequence of float, optional
-        ``LogisticRegressionCV``'s name for a list of mixings (each in ``(0, 1]``; pass
-        ``l1_ratio`` or ``l1_ratios``, not both): each ratio runs its own ``l1s`` path, from
-        its own exact ``l1_max`` when ``l1s`` is an int, over the same folds; the pair with the
-        best mean score (or the one-standard-error rule's) is refit. ``LogisticRegressionCV``'s
-        pair ``(C, l1_ratio)`` is ``l1 = l1_ratio / (C sum_i s_i)``, ``l2 = (1 - l1_ratio) / (C
-        sum_i s_i)``. Needs ``Cs=None`` and an ``l1s`` grid.
+        ``LogisticRegressionCV``'s name for a list of mixings (pass ``l1_ratio`` or
+        ``l1_ratios``, not both). With ``Cs`` (each in ``[0, 1]``, ``0`` the L2 penalty and
+        ``1`` the L1 penalty): the grid of pairs ``(C, l1_ratio)`` above; the ``l1``
+        hyperparameter must stay 0. With ``Cs=None`` and ``l1s`` (each in ``(0, 1]``): each
+        ratio runs its own ``l1s`` path, from its own exact ``l1_max`` when ``l1s`` is an int,
+        over the same folds. The pair with the best mean score (or the one-standard-error
+        rule's) is refit.
     cv : int, cross-validation splitter or iterable, default=5
         Number of folds (drawn from ``random_state``, stratified by class), or a splitter /
         iterable of ``(train, test)`` whose test sets hold each row once.
@@ -1001,28 +1226,42 @@ check_every, fit_intercept, intercept_scaling, max_seconds, class_weight, random
     Attributes
     ----------
     C_ : ndarray of shape (n_fits,)
-        ``C`` of each refit model (``1 / (l2_ sum_i s_i)``; inf when ``l2_`` is 0).
-    Cs_ : ndarray of shape (n_values,)
+        ``C`` of each refit model: with ``Cs`` and ``l1_ratios`` the chosen entry of ``Cs_``;
+        else ``1 / (l2_ sum_i s_i)`` (inf when ``l2_`` is 0).
+    Cs_ : ndarray of shape (n_Cs,)
         The ``C`` grid, increasing (``C`` paths; else None).
     l1_, l2_ : ndarray of shape (n_fits,)
         The penalties of each refit model.
     l1_ratio_ : ndarray of shape (n_fits,) or None
         The ``l1_ratio`` chosen for each refit model (``l1_ / (l1_ + l2_)``); None without
-        ``l1_ratio``.
-    penalty_ : {"l1", "l2"}
-        The penalty the path ran over.
+        ``l1_ratio`` / ``l1_ratios``.
+    l1_ratios_ : ndarray of shape (n_l1_ratios,) or None
+        The mixings searched, in the order given (None without ``l1_ratio`` / ``l1_ratios``;
+        ``LogisticRegressionCV`` has ``[None]`` there).
+    penalty_ : {"l1", "l2", "elasticnet"}
+        The penalty the path ran over; "elasticnet" for ``Cs`` with ``l1_ratios`` (each
+        ratio's own: ``l1``, or ``l2`` for ratio 0).
     values_ : ndarray of shape (n_values,) or (n_l1_ratios, n_values)
         Its grid, decreasing (the columns of ``scores_``), of the first fit; one row per ratio
-        with several ``l1_ratios`` (each ratio's own grid; NaN-padded if one is shorter).
+        with several ``l1_ratios`` (each ratio's own grid; NaN-padded if one is shorter). With
+        ``Cs`` and ``l1_ratios`` row ``i`` is ``l1_ratios_[i] / (Cs_ sum_i s_i)`` (``1 / (Cs_
+        sum_i s_i)`` for ratio 0).
     scores_ : dict
-        Class label to an array ``(n_folds, n_values)`` of held-out scores (``scoring_``; for
-        "accuracy" larger is better, for the losses smaller), ``(n_l1_ratios, n_folds,
-        n_values)`` with several ratios. Two classes: one key, ``classes_[1]``; joint losses:
-        every class maps to the one joint fit's scores.
+        Class label to an array of held-out scores (``scoring_``; for "accuracy" larger is
+        better, for the losses smaller): ``(n_folds, n_values)``; with several ``l1s`` ratios
+        ``(n_l1_ratios, n_folds, n_values)`` (each ratio its own grid); with ``Cs`` and
+        ``l1_ratios`` ``(n_folds, n_Cs, n_l1_ratios)``, ``LogisticRegressionCV``'s (legacy)
+        layout with the columns in ``Cs_`` order. Two classes: one key, ``classes_[1]``;
+        joint losses: every class maps to the one joint fit's scores. Unlike
+        ``LogisticRegressionCV``, whose scores are scikit-learn scorers (``neg_log_loss``,
+        larger is better), a loss score here is the mean loss, and one-vs-rest fits choose
+        per class (``LogisticRegressionCV`` now fits one multinomial model).
     scoring_ : str
         The scoring used.
     cv_results_ : polars.Series
-        One :func:`polars_sdca.fit_cv` struct per fit (``mean``, ``se``, ``best``, ``chosen``).
+        One :func:`polars_sdca.fit_cv` struct per fit (``mean``, ``se``, ``best``, ``chosen``);
+        with ``Cs`` and ``l1_ratios`` the ratios' structs joined into one of the same fields
+        (``penalty`` "elasticnet", ``l1_ratio`` 0.0 for the ``l2`` path).
     classes_, coef_, intercept_, n_iter_, duality_gap_, models_, n_features_in_, \
 feature_names_in_
         As for :class:`SDCAClassifier`, of the refit models.
@@ -1047,6 +1286,16 @@ feature_names_in_
     >>> clf = SDCAClassifierCV(Cs=None, l1s=6, l1_ratios=[0.3, 1.0], cv=3).fit(X, y)
     >>> clf.scores_["yes"].shape, clf.values_.shape, bool(clf.l1_ratio_[0] in (0.3, 1.0))
     ((2, 3, 6), (2, 6), True)
+
+    ``LogisticRegressionCV(Cs=4, l1_ratios=[0, 0.5, 1])``: the grid of pairs ``(C, l1_ratio)``,
+    scores ``(n_folds, n_Cs, n_l1_ratios)``:
+
+    >>> clf = SDCAClassifierCV(Cs=4, l1_ratios=[0.0, 0.5, 1.0], cv=3).fit(X, y)
+    >>> clf.scores_["yes"].shape, clf.Cs_.shape, clf.l1_ratios_.tolist()
+    ((3, 4, 3), (4,), [0.0, 0.5, 1.0])
+    >>> C = clf.C_[0]
+    >>> bool(C in clf.Cs_), bool(np.isclose(clf.l1_[0] + clf.l2_[0], 1 / (C * len(y))))
+    (True, True)
     """
 
     C_: _FloatArray
@@ -1054,10 +1303,12 @@ feature_names_in_
     l1_: _FloatArray
     l2_: _FloatArray
     l1_ratio_: _FloatArray | None
+    l1_ratios_: _FloatArray | None
     penalty_: str
     values_: _FloatArray
     scores_: dict[Any, _FloatArray]
     scoring_: str
+    _c_with_ratios = True
 
     def __init__(
         self,
@@ -1155,17 +1406,30 @@ feature_names_in_
         """
         super().fit(X, y, sample_weight)
         self._cv_attributes()
-        with_ratio = self._l1_ratios() is not None
+        ratios = self._l1_ratios()
+        with_ratio = ratios is not None
         self.l1_ratio_ = np.asarray(self._chosen_ratios, dtype=np.float64) if with_ratio else None
-        with np.errstate(divide="ignore"):
-            self.C_ = 1.0 / (self.l2_ * self._total_weight)
-        self.Cs_ = 1.0 / (self.values_ * self._total_weight) if self.penalty_ == "l2" else None
+        listed = with_ratio and not isinstance(ratios, numbers.Real)
+        self.l1_ratios_ = np.asarray(ratios, dtype=np.float64).reshape(-1) if with_ratio else None
+        fold_scores = self._fold_scores
+        if self._grid_ratios is not None:
+            # LogisticRegressionCV's grid: the same C values for every ratio, each ratio's
+            # values in decreasing penalty, so increasing C: value index j is Cs_[j].
+            self.Cs_ = np.sort(np.asarray(self._c_grid(), dtype=np.float64))
+            self.C_ = self.Cs_[[j for _, j in self._picks]]
+            if listed:  # (n_folds, n_Cs, n_l1_ratios), scikit-learn's (legacy) layout
+                fold_scores = [np.moveaxis(s, 0, -1) for s in self._ratio_scores]
+                self.values_ = self._ratio_values
+        else:
+            with np.errstate(divide="ignore"):
+                self.C_ = 1.0 / (self.l2_ * self._total_weight)
+            self.Cs_ = 1.0 / (self.values_ * self._total_weight) if self.penalty_ == "l2" else None
         names = self.models_["class"].to_list()
         if names == ["all"]:
-            self.scores_ = dict.fromkeys(self.classes_.tolist(), self._fold_scores[0])
+            self.scores_ = dict.fromkeys(self.classes_.tolist(), fold_scores[0])
         else:
             keys = [self.classes_[1]] if len(names) == 1 else list(self.classes_)
-            self.scores_ = dict(zip(keys, self._fold_scores, strict=True))
+            self.scores_ = dict(zip(keys, fold_scores, strict=True))
         return self
 
 
