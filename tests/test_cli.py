@@ -322,3 +322,61 @@ def test_cv_flags_come_from_the_schema(tmp_path: Path, capsys: pytest.CaptureFix
     )  # fmt: skip
     assert code == 2
     assert "--l1-grid: grid and cross-validation options need --cv K" in log
+
+
+def test_cv_l1_ratio_list_chooses_the_pair_end_to_end(tmp_path: Path) -> None:
+    frame = _groups(3, 60, seed=6)
+    frame.write_parquet(tmp_path / "data.parquet")
+    job = ("fit", "--input", tmp_path / "data.parquet", "--label", "y", "--features", "f1,f2",
+           "--group-by", "entity", "--cv", "4", "--n-l1", "5", "--l1-min-ratio", "0.01")  # fmt: skip
+    out = tmp_path / "models.parquet"
+    code, log = run(*job, "--l1-ratio", "0.3,1", "--output", out)
+    assert code == 0, log
+    models = pl.read_parquet(out).sort("entity")
+    # The expression with the list, group by group: every curve, the chosen pair and its refit.
+    opts: dict[str, Any] = {"folds": 4, "n_l1": 5, "l1_min_ratio": 0.01}
+    want = (
+        frame.group_by("entity").agg(ps.fit_cv("y", ["f1", "f2"], l1_ratio=[0.3, 1.0], **opts)).sort("entity")
+    )
+    for field in ("l1_ratio", "values", "mean", "se", "chosen", "best_l1_ratio", "chosen_l1_ratio"):
+        assert_series_equal(
+            models["cv"].struct.field(field), want["y"].struct.field(field), check_names=False
+        )
+    assert_series_equal(models["model"], want["y"].struct.field("model"), check_names=False)
+    cv = models["cv"].to_list()
+    for row, model in zip(cv, models["model"].to_list(), strict=True):
+        rho = row["chosen_l1_ratio"]
+        assert rho in (0.3, 1.0)
+        assert row["l1_ratio"] == [0.3] * 5 + [1.0] * 5
+        assert model["l1"] == row["chosen"]
+        assert model["l2"] == pytest.approx(model["l1"] * (1 - rho) / rho, rel=1e-15, abs=0.0)
+    # One value stays the plain mixing: one path, as fit_cv(l1_ratio=0.5).
+    code, log = run(*job, "--l1-ratio", "0.5", "--output", tmp_path / "one.parquet")
+    assert code == 0, log
+    one = pl.read_parquet(tmp_path / "one.parquet").sort("entity")
+    want = frame.group_by("entity").agg(ps.fit_cv("y", ["f1", "f2"], l1_ratio=0.5, **opts)).sort("entity")
+    assert_series_equal(one["cv"].struct.field("mean"), want["y"].struct.field("mean"), check_names=False)
+    assert set(one["cv"].struct.field("chosen_l1_ratio").to_list()) == {0.5}
+    # A value out of range is the plugin's error, naming the option; nothing is written.
+    code, log = run(*job, "--l1-ratio", "0.5,0", "--output", tmp_path / "bad.parquet")
+    assert code == 2
+    assert "l1_ratio" in log
+    assert r"must be in (0, 1]" in log
+    assert not (tmp_path / "bad.parquet").exists()
+
+
+def test_l1_ratio_flag_parses_one_number_or_a_list(capsys: pytest.CaptureFixture[str]) -> None:
+    from polars_sdca.cli import _parser
+
+    parse = lambda *flags: _parser().parse_args(  # noqa: E731
+        ["fit", "--input", "x.parquet", "--label", "y", "--features", "a", "--output", "m.parquet", *flags]
+    )
+    assert parse("--l1-ratio", "0.5").l1_ratio == 0.5
+    assert parse("--l1-ratio", "0.2,0.5,1").l1_ratio == [0.2, 0.5, 1.0]
+    assert parse().l1_ratio is None
+    with pytest.raises(SystemExit):
+        parse("--l1-ratio", "0.5,abc")
+    assert "--l1-ratio: expected comma-separated numbers, got '0.5,abc'" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        parse("--l1-ratio", ",")
+    assert "expected a number in (0, 1] or comma-separated numbers" in capsys.readouterr().err

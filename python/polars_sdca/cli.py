@@ -21,6 +21,11 @@ column to the output.
 or computed (``--n-l1``, ``--l1-min-ratio``, ``--n-l2``, ...), and each group's row holds the
 refit model in ``model`` (so ``predict`` takes the file as it is) and the held-out curve in
 ``cv`` (``values``, ``mean``, ``se``, ``fold_scores``, ``best``, ``chosen``, ``scoring``).
+``--l1-ratio`` takes one elastic-net mixing (``l2`` tied to ``l1`` along the path) or a
+comma-separated list of them: one path per value on the same folds, the best ``(l1_ratio,
+l1)`` pair refit; ``cv`` then also says which ratio each entry belongs to (``l1_ratio``) and
+which was refit (``chosen_l1_ratio``, ``best_l1_ratio``), and the model's ``l1`` / ``l2`` are
+the chosen pair's.
 
 Exit codes: 0 every group was fitted (every row got a prediction); 1 the output was written
 but some groups failed (some rows got no prediction), with a summary on stderr; 2 nothing was
@@ -244,6 +249,15 @@ def _floats(text: str) -> list[float]:
         raise argparse.ArgumentTypeError(msg) from None
 
 
+def _ratios(text: str) -> float | list[float]:
+    """``--l1-ratio``: one mixing, or comma-separated mixings (one path each in a ``--cv`` job)."""
+    values = _floats(text)
+    if not values:
+        msg = f"expected a number in (0, 1] or comma-separated numbers, got {text!r}"
+        raise argparse.ArgumentTypeError(msg)
+    return values[0] if len(values) == 1 else values
+
+
 def _summary_keys(row: dict[str, Any], keys: list[str]) -> str:
     return ", ".join(f"{k}={row[k]!r}" for k in keys) or "(all rows)"
 
@@ -347,6 +361,15 @@ def _add_option(group: argparse._ArgumentGroup, spec: dict[str, Any]) -> None:
         group.add_argument(flag, choices=spec["choices"], help=f"{spec['help']} (default {default}{applies})")
     elif spec["kind"] == "column":
         group.add_argument(flag, help=f"{spec['help']} ({spec['applies']})")
+    elif name == "l1_ratio":
+        group.add_argument(
+            flag,
+            type=_ratios,
+            metavar="R[,R,...]",
+            help="scikit-learn's ElasticNet mixing, in (0, 1]: the l1 path ties l2 = l1 (1 - R) / R; "
+            "comma-separated values cross-validate one path per value on the same folds and refit "
+            "the best (ratio, l1) pair (its ratio is the cv column's chosen_l1_ratio)",
+        )
     elif name == "folds":
         group.add_argument(
             flag,
