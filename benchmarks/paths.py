@@ -307,12 +307,16 @@ def row_sparse_loss(args: argparse.Namespace, loss: str) -> dict[str, Any]:
     ours = np.array([m["primal"] for m in path])
 
     def objectives(coefs: np.ndarray) -> np.ndarray:
-        return np.array([sparse_objective(loss, X, p.y, coefs[:, k], l1s[k], l2s[k]) for k in range(len(l1s))])
+        return np.array(
+            [sparse_objective(loss, X, p.y, coefs[:, k], l1s[k], l2s[k]) for k in range(len(l1s))]
+        )
 
     # The peers are scored by this objective: it must be the one our certificates are about.
     mismatch = worst(np.abs(objectives(np.column_stack([m["coef"] for m in path])) - ours) / ours)
     if not mismatch <= 1e-9:
-        raise SystemExit(f"{loss}: the benchmark's objective differs from our primal by {mismatch:.1e} (relative)")
+        raise SystemExit(
+            f"{loss}: the benchmark's objective differs from our primal by {mismatch:.1e} (relative)"
+        )
 
     def score(coefs: np.ndarray) -> tuple[float, float, dict[str, Any]]:
         obj = objectives(coefs)
