@@ -423,6 +423,8 @@ def test_cs_with_bad_l1_ratios_are_refused() -> None:
         SDCAClassifierCV(Cs=3, l1_ratios=[0.5], l1=0.1).fit(X, y)
     with pytest.raises(ValueError, match="exactly one of them"):
         SDCAClassifierCV(Cs=3, l1s=3, l1_ratios=[0.5]).fit(X, y)
+    with pytest.raises(ValueError, match=r"l1_ratios holds 1.0, the L1 penalty alone.*'multinomial'"):
+        SDCAClassifierCV(Cs=3, l1_ratios=[0.5, 1.0], loss="multinomial").fit(X, y)
 
 
 def _breast_cancer_equal_folds() -> tuple[np.ndarray, np.ndarray, np.ndarray]:

@@ -774,6 +774,7 @@ class _CrossValidated:
     l1_min_ratio: float
     l1_ratio: float | Sequence[float] | None
     l1: float
+    loss: Loss
     cv: Any
     scoring: Scoring
     select: CvSelect
@@ -889,6 +890,13 @@ class _CrossValidated:
             checked.append(float(r))
         if not checked:
             msg = f"{name} is empty; pass at least one value in [0, 1], or no {name}"
+            raise ValueError(msg)
+        if 1.0 in checked and self.loss in _JOINT_LOSSES:
+            msg = (
+                f"{name} holds 1.0, the L1 penalty alone (l2 = 0), which the joint multiclass "
+                f"loss {self.loss!r} cannot fit (it needs l2 > 0); use ratios below 1, or a "
+                "one-vs-rest loss such as 'logistic'"
+            )
             raise ValueError(msg)
         if self.l1 != 0.0:
             msg = (
