@@ -25,8 +25,14 @@ def main() -> None:
     """Write the arrays of one data set."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("out", type=Path, help="output prefix")
+    parser.add_argument(
+        "--n-rows",
+        type=int,
+        default=None,
+        help="a seeded subsample of N rows, as paths.py (its sparse rows: 50000)",
+    )
     args = parser.parse_args()
-    p = load_sparse(None, 0)
+    p = load_sparse(args.n_rows, 0)
     out = str(args.out)
     p.x.indptr.astype(np.int64).tofile(out + ".indptr")
     p.x.indices.astype(np.uint32).tofile(out + ".indices")

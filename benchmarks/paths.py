@@ -248,7 +248,8 @@ def sparse_objective(loss: str, X: Any, y: np.ndarray, w: np.ndarray, l1: float,
     if loss == "squared":
         data = 0.5 * np.mean((a - y) ** 2)
     else:
-        data = np.mean(np.logaddexp(0.0, -(2.0 * y - 1.0) * a))
+        # The labels are -1 / +1 (``cases.load_sparse``); any positive label is the positive class.
+        data = np.mean(np.logaddexp(0.0, -np.where(y > 0, 1.0, -1.0) * a))
     return float(data + l1 * np.abs(w).sum() + 0.5 * l2 * (w @ w))
 
 
@@ -305,8 +306,20 @@ def row_sparse_loss(args: argparse.Namespace, loss: str) -> dict[str, Any]:
     p_star = np.array([m["primal"] for m in ref])
     ours = np.array([m["primal"] for m in path])
 
+    def objectives(coefs: np.ndarray) -> np.ndarray:
+        return np.array(
+            [sparse_objective(loss, X, p.y, coefs[:, k], l1s[k], l2s[k]) for k in range(len(l1s))]
+        )
+
+    # The peers are scored by this objective: it must be the one our certificates are about.
+    mismatch = worst(np.abs(objectives(np.column_stack([m["coef"] for m in path])) - ours) / ours)
+    if not mismatch <= 1e-9:
+        raise SystemExit(
+            f"{loss}: the benchmark's objective differs from our primal by {mismatch:.1e} (relative)"
+        )
+
     def score(coefs: np.ndarray) -> tuple[float, float, dict[str, Any]]:
-        obj = np.array([sparse_objective(loss, X, p.y, coefs[:, k], l1s[k], l2s[k]) for k in range(len(l1s))])
+        obj = objectives(coefs)
         return float(obj.sum()), worst(relative_suboptimality(obj, p_star)), {}
 
     build = sparse_peer(loss, X, p.y, l1s)
@@ -322,6 +335,7 @@ def row_sparse_loss(args: argparse.Namespace, loss: str) -> dict[str, Any]:
         "ours_wall": timing.median,
         "ours_max_gap_rel": max(m["gap"] / m["primal"] for m in path),
         "ours_subopt": worst(relative_suboptimality(ours, p_star)),
+        "objective_check": mismatch,
         "peer": peer,
         "ratio": timing.cpu_median / peer["cpu"],
         "screening": {
