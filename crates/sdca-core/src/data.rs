@@ -310,11 +310,6 @@ impl Rows for DenseView<'_> {
             out[0] = self.dot_map(i, v, f);
             return;
         }
-        #[cfg(target_arch = "x86_64")]
-        if has_avx2() {
-            // SAFETY: AVX2 is available (checked).
-            return unsafe { dense_dot_block_avx2(self.row(i), v, out, &f) };
-        }
         dense_dot_block(self.row(i), v, out, &f)
     }
     #[inline(always)]
@@ -322,11 +317,6 @@ impl Rows for DenseView<'_> {
         if a.len() == 1 {
             self.axpy(i, a[0], v);
             return;
-        }
-        #[cfg(target_arch = "x86_64")]
-        if has_avx2() {
-            // SAFETY: AVX2 is available (checked).
-            return unsafe { dense_axpy_block_avx2(self.row(i), a, v) };
         }
         dense_axpy_block(self.row(i), a, v)
     }
@@ -349,24 +339,27 @@ impl Rows for DenseView<'_> {
     }
 }
 
-/// `out[c] = sum_j x_j f(v[j k + c])` for a dense row `x` and `k = out.len() >= 2` scores,
-/// each feature's `k` weights being contiguous. The classes go in blocks of `B` (8, else 4,
-/// else 2) whose sums stay in registers for the whole row, the last block overlapping the one
-/// before when `B` does not divide `k`: a loop over all `k` classes per feature instead kept
-/// the sums in memory, and each feature waited on the previous one's stores (1.7 times slower
-/// on a 784 x 10 block, 1.6 on 16 x 26). Each score is still summed over the features in
-/// order, so the bits do not depend on the blocking. Zero entries are not skipped: on
-/// Fashion-MNIST (half zeros) the mispredicted tests cost more than the skipped terms.
-#[inline(always)]
-fn dense_dot_block<F: Fn(f64) -> f64>(row: &[f64], v: &[f64], out: &mut [f64], f: &F) {
-    let k = out.len();
-    debug_assert!(k >= 2 && v.len() >= row.len() * k);
-    if k >= 8 {
-        dense_dot_blocks::<8, F>(row, v, out, f)
-    } else if k >= 4 {
-        dense_dot_blocks::<4, F>(row, v, out, f)
-    } else {
-        dense_dot_blocks::<2, F>(row, v, out, f)
+crate::simd::kernel! {
+    /// `out[c] = sum_j x_j f(v[j k + c])` for a dense row `x` and `k = out.len() >= 2` scores,
+    /// each feature's `k` weights being contiguous. The classes go in blocks of `B` (8, else 4,
+    /// else 2) whose sums stay in registers for the whole row, the last block overlapping the one
+    /// before when `B` does not divide `k`: a loop over all `k` classes per feature instead kept
+    /// the sums in memory, and each feature waited on the previous one's stores (1.7 times slower
+    /// on a 784 x 10 block, 1.6 on 16 x 26). Each score is still summed over the features in
+    /// order, so the bits do not depend on the blocking. Zero entries are not skipped: on
+    /// Fashion-MNIST (half zeros) the mispredicted tests cost more than the skipped terms.
+    #[inline(always)]
+    fn dense_dot_block<F: Fn(f64) -> f64>(row: &[f64], v: &[f64], out: &mut [f64], f: &F)
+        as dense_dot_block_portable {
+        let k = out.len();
+        debug_assert!(k >= 2 && v.len() >= row.len() * k);
+        if k >= 8 {
+            dense_dot_blocks::<8, F>(row, v, out, f)
+        } else if k >= 4 {
+            dense_dot_blocks::<4, F>(row, v, out, f)
+        } else {
+            dense_dot_blocks::<2, F>(row, v, out, f)
+        }
     }
 }
 
@@ -389,44 +382,18 @@ fn dense_dot_blocks<const B: usize, F: Fn(f64) -> f64>(row: &[f64], v: &[f64], o
     }
 }
 
-/// `v[j k + c] += x_j a[c]` for a dense row `x` and `k = a.len()`: one sweep over the row,
-/// each feature's `k` weights in one vectorisable loop.
-#[inline(always)]
-fn dense_axpy_block(row: &[f64], a: &[f64], v: &mut [f64]) {
-    debug_assert!(!a.is_empty() && v.len() >= row.len() * a.len());
-    for (&x, vj) in row.iter().zip(v.chunks_exact_mut(a.len())) {
-        for (w, &ac) in vj.iter_mut().zip(a) {
-            *w += x * ac;
+crate::simd::kernel! {
+    /// `v[j k + c] += x_j a[c]` for a dense row `x` and `k = a.len()`: one sweep over the row,
+    /// each feature's `k` weights in one vectorisable loop.
+    #[inline(always)]
+    fn dense_axpy_block(row: &[f64], a: &[f64], v: &mut [f64]) as dense_axpy_block_portable {
+        debug_assert!(!a.is_empty() && v.len() >= row.len() * a.len());
+        for (&x, vj) in row.iter().zip(v.chunks_exact_mut(a.len())) {
+            for (w, &ac) in vj.iter_mut().zip(a) {
+                *w += x * ac;
+            }
         }
     }
-}
-
-/// [`dense_dot_block`] compiled for AVX2: four lanes instead of SSE2's two (no FMA, so the
-/// bits are those of the portable loop).
-///
-/// # Safety
-/// The CPU must support AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn dense_dot_block_avx2<F: Fn(f64) -> f64>(row: &[f64], v: &[f64], out: &mut [f64], f: &F) {
-    dense_dot_block(row, v, out, f)
-}
-
-/// [`dense_axpy_block`] compiled for AVX2 (see [`dense_dot_block_avx2`]).
-///
-/// # Safety
-/// The CPU must support AVX2.
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn dense_axpy_block_avx2(row: &[f64], a: &[f64], v: &mut [f64]) {
-    dense_axpy_block(row, a, v)
-}
-
-/// Whether the CPU has AVX2 (detected once, then a cached load).
-#[cfg(target_arch = "x86_64")]
-#[inline(always)]
-fn has_avx2() -> bool {
-    std::arch::is_x86_feature_detected!("avx2")
 }
 
 #[cfg(test)]
@@ -476,13 +443,13 @@ mod tests {
                 let (mut want, mut got, mut portable) = (vec![0.0; k], vec![0.0; k], vec![0.0; k]);
                 csr.dot_block(i, &v, &mut want, f);
                 dense.dot_block(i, &v, &mut got, f);
-                dense_dot_block(dense.row(i), &v, &mut portable, &f);
+                dense_dot_block_portable(dense.row(i), &v, &mut portable, &f);
                 assert_eq!(got, want, "scores, k = {k}, row {i}");
                 assert_eq!(portable, want, "portable scores, k = {k}, row {i}");
                 let (mut want, mut got, mut portable) = (v.clone(), v.clone(), v.clone());
                 csr.axpy_block(i, &a, &mut want);
                 dense.axpy_block(i, &a, &mut got);
-                dense_axpy_block(dense.row(i), &a, &mut portable);
+                dense_axpy_block_portable(dense.row(i), &a, &mut portable);
                 assert_eq!(got, want, "update, k = {k}, row {i}");
                 assert_eq!(portable, want, "portable update, k = {k}, row {i}");
             }

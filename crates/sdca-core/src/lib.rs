@@ -34,6 +34,7 @@ pub mod options;
 pub mod predict;
 pub mod reg;
 pub mod sampling;
+mod simd;
 pub mod solver;
 
 pub use config::{FitConfig, FitParams, Interrupt, SolverKind};

@@ -54,8 +54,6 @@
 pub use crate::math::log_sum_exp;
 
 use super::vlog::exp_sub;
-#[cfg(target_arch = "x86_64")]
-use super::vlog::has_avx2;
 
 /// Columns per register block of [`vec_mat`]: sixteen accumulators (four AVX2 registers).
 const COLS: usize = 16;
@@ -260,7 +258,7 @@ impl ChainWorkspace {
         debug_assert!(trans.scores.len() == k * k && node.len() == t_len * k);
         debug_assert!(edge.len() == (t_len - 1) * k * k);
         self.ensure(t_len, k);
-        match self.scaled(unary, trans, k, node, edge, logs.is_some()) {
+        match scaled(self, unary, trans, k, node, edge, logs.is_some()) {
             Some(log_z) => {
                 if let Some(l) = logs {
                     self.scaled_logs(unary, trans, k, l);
@@ -273,55 +271,25 @@ impl ChainWorkspace {
             }
         }
     }
+}
 
-    /// The probability-space recursion; `None` when a normaliser leaves the normal range (or,
-    /// with `strict`, when some `alpha` or `beta` entry does, since its log is needed).
+crate::simd::kernel! {
+    /// The probability-space recursion of [`ChainWorkspace::marginals`] in `ws`'s buffers;
+    /// `None` when a normaliser leaves the normal range (or, with `strict`, when some `alpha`
+    /// or `beta` entry does, since its log is needed).
     fn scaled(
-        &mut self,
+        ws: &mut ChainWorkspace,
         unary: &[f64],
         trans: &Transitions,
         k: usize,
         node: &mut [f64],
         edge: &mut [f64],
         strict: bool,
-    ) -> Option<f64> {
-        #[cfg(target_arch = "x86_64")]
-        if has_avx2() {
-            // SAFETY: AVX2 is available (checked).
-            return unsafe { self.scaled_avx2(unary, trans, k, node, edge, strict) };
-        }
-        self.scaled_body(unary, trans, k, node, edge, strict)
-    }
-
-    /// [`Self::scaled_body`] compiled for AVX2 (the same bits).
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn scaled_avx2(
-        &mut self,
-        unary: &[f64],
-        trans: &Transitions,
-        k: usize,
-        node: &mut [f64],
-        edge: &mut [f64],
-        strict: bool,
-    ) -> Option<f64> {
-        self.scaled_body(unary, trans, k, node, edge, strict)
-    }
-
-    #[inline(always)]
-    fn scaled_body(
-        &mut self,
-        unary: &[f64],
-        trans: &Transitions,
-        k: usize,
-        node: &mut [f64],
-        edge: &mut [f64],
-        strict: bool,
-    ) -> Option<f64> {
+    ) -> Option<f64> as scaled_portable {
         let t_len = unary.len() / k;
         let n = t_len * k;
-        let (psi, alpha, beta) = (&mut self.psi[..n], &mut self.alpha[..n], &mut self.beta[..n]);
-        let (lscale, zs) = (&mut self.lscale[..t_len], &mut self.z[..t_len]);
+        let (psi, alpha, beta) = (&mut ws.psi[..n], &mut ws.alpha[..n], &mut ws.beta[..n]);
+        let (lscale, zs) = (&mut ws.lscale[..t_len], &mut ws.z[..t_len]);
         let (e, et) = (&trans.exp[..k * k], &trans.exp_t[..k * k]);
         let floor = if strict { f64::MIN_POSITIVE } else { 0.0 };
         let mut log_z = Sum::default();
@@ -362,7 +330,7 @@ impl ChainWorkspace {
         let last = (t_len - 1) * k;
         beta[last..].fill(1.0);
         node[last..].copy_from_slice(&alpha[last..]);
-        let g = &mut self.tmp[..k];
+        let g = &mut ws.tmp[..k];
         for t in (0..t_len - 1).rev() {
             let (cur, next) = beta.split_at_mut((t + 1) * k);
             for ((gl, &p), &b) in g.iter_mut().zip(&psi[(t + 1) * k..(t + 2) * k]).zip(&next[..k]) {
@@ -406,7 +374,9 @@ impl ChainWorkspace {
         }
         Some(log_z.get())
     }
+}
 
+impl ChainWorkspace {
     /// [`LogFactors`] from the scaled recursion's `alpha`, `beta`, `c_t` and `z_t`.
     fn scaled_logs(&mut self, unary: &[f64], trans: &Transitions, k: usize, l: LogFactors<'_>) {
         let t_len = unary.len() / k;
@@ -849,6 +819,31 @@ pub(crate) mod tests {
                 }
             }
             assert_eq!(ws.log_space_calls() > before, log_space, "scale {scale}");
+        }
+    }
+
+    /// The scaled recursion compiled for AVX2 (when the CPU has it) gives the bits of its
+    /// portable body, for label counts on both sides of [`vec_mat`]'s column blocks.
+    #[test]
+    fn scaled_recursion_matches_its_portable_body() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(23);
+        let (mut ws, mut wp) = (ChainWorkspace::new(), ChainWorkspace::new());
+        let bits = |v: &[f64]| v.iter().map(|x| x.to_bits()).collect::<Vec<_>>();
+        for k in [1, 2, 5, 16, 19] {
+            for t_len in [1, 2, 7] {
+                let (unary, trans) = random_scores(&mut rng, t_len, k, 2.0);
+                let tr = Transitions::new(&trans);
+                ws.ensure(t_len, k);
+                wp.ensure(t_len, k);
+                let (mut node, mut edge) = (vec![0.0; t_len * k], vec![0.0; (t_len - 1) * k * k]);
+                let (mut node_p, mut edge_p) = (node.clone(), edge.clone());
+                let z = scaled(&mut ws, &unary, &tr, k, &mut node, &mut edge, true);
+                let z_p = scaled_portable(&mut wp, &unary, &tr, k, &mut node_p, &mut edge_p, true);
+                assert!(z.is_some(), "k={k} T={t_len}");
+                assert_eq!(z.map(f64::to_bits), z_p.map(f64::to_bits), "log Z, k={k} T={t_len}");
+                assert_eq!(bits(&node), bits(&node_p), "node, k={k} T={t_len}");
+                assert_eq!(bits(&edge), bits(&edge_p), "edge, k={k} T={t_len}");
+            }
         }
     }
 

@@ -240,92 +240,64 @@ pub(crate) struct Emission<'w> {
 /// Labels per register block of [`unary_scores`]: sixteen running scores (four AVX2 registers).
 const COLS: usize = 16;
 
-/// Unary scores `theta` (`T x K`) of the token rows `rows`.
-pub(crate) fn unary_scores<D: TokenRows>(
-    x: &D,
-    rows: Range<usize>,
-    e: Emission<'_>,
-    bias: (&[f64], &[f64], &[f64]),
-    k: usize,
-    theta: &mut [f64],
-) {
-    #[cfg(target_arch = "x86_64")]
-    if super::vlog::has_avx2() {
-        // SAFETY: AVX2 is available (checked).
-        return unsafe { unary_scores_avx2(x, rows, e, bias, k, theta) };
-    }
-    unary_scores_body(x, rows, e, bias, k, theta);
-}
-
-/// [`unary_scores`] compiled for AVX2 (the same bits: no fused multiply-add).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn unary_scores_avx2<D: TokenRows>(
-    x: &D,
-    rows: Range<usize>,
-    e: Emission<'_>,
-    bias: (&[f64], &[f64], &[f64]),
-    k: usize,
-    theta: &mut [f64],
-) {
-    unary_scores_body(x, rows, e, bias, k, theta);
-}
-
-/// Each score is `bias (+ start) (+ end)` plus the token's entries in their order; with the
-/// labels contiguous in `em`, a block of [`COLS`] scores stays in registers while the token's
-/// entries stream by (one pass over the entries per block).
-#[inline(always)]
-fn unary_scores_body<D: TokenRows>(
-    x: &D,
-    rows: Range<usize>,
-    e: Emission<'_>,
-    (bias, start, end): (&[f64], &[f64], &[f64]),
-    k: usize,
-    theta: &mut [f64],
-) {
-    let t_len = rows.len();
-    debug_assert!(theta.len() == t_len * k);
-    for (t, row) in rows.enumerate() {
-        let th = &mut theta[t * k..(t + 1) * k];
-        th.copy_from_slice(bias);
-        if t == 0 {
-            th.iter_mut().zip(start).for_each(|(s, b)| *s += b);
-        }
-        if t + 1 == t_len {
-            th.iter_mut().zip(end).for_each(|(s, b)| *s += b);
-        }
-        if e.k_stride == 1 {
-            let mut c0 = 0;
-            while c0 < k {
-                let w = (k - c0).min(COLS);
-                let mut acc = [0.0; COLS];
-                acc[..w].copy_from_slice(&th[c0..c0 + w]);
-                match x.row_ref(row) {
-                    RowRef::Sparse(idx, val) => {
-                        for (&a, &xv) in idx.iter().zip(val) {
-                            add_scaled_row(&mut acc, w, e, a as usize, c0, xv);
+crate::simd::kernel! {
+    /// Unary scores `theta` (`T x K`) of the token rows `rows`. Each score is `bias (+ start)
+    /// (+ end)` plus the token's entries in their order; with the labels contiguous in `em`, a
+    /// block of [`COLS`] scores stays in registers while the token's entries stream by (one pass
+    /// over the entries per block).
+    pub(crate) fn unary_scores<D: TokenRows>(
+        x: &D,
+        rows: Range<usize>,
+        e: Emission<'_>,
+        bias: (&[f64], &[f64], &[f64]),
+        k: usize,
+        theta: &mut [f64],
+    ) as unary_scores_portable {
+        let (bias, start, end) = bias;
+        let t_len = rows.len();
+        debug_assert!(theta.len() == t_len * k);
+        for (t, row) in rows.enumerate() {
+            let th = &mut theta[t * k..(t + 1) * k];
+            th.copy_from_slice(bias);
+            if t == 0 {
+                th.iter_mut().zip(start).for_each(|(s, b)| *s += b);
+            }
+            if t + 1 == t_len {
+                th.iter_mut().zip(end).for_each(|(s, b)| *s += b);
+            }
+            if e.k_stride == 1 {
+                let mut c0 = 0;
+                while c0 < k {
+                    let w = (k - c0).min(COLS);
+                    let mut acc = [0.0; COLS];
+                    acc[..w].copy_from_slice(&th[c0..c0 + w]);
+                    match x.row_ref(row) {
+                        RowRef::Sparse(idx, val) => {
+                            for (&a, &xv) in idx.iter().zip(val) {
+                                add_scaled_row(&mut acc, w, e, a as usize, c0, xv);
+                            }
                         }
-                    }
-                    RowRef::Dense(val) => {
-                        for (a, &xv) in val.iter().enumerate() {
-                            if xv != 0.0 {
-                                add_scaled_row(&mut acc, w, e, a, c0, xv);
+                        RowRef::Dense(val) => {
+                            for (a, &xv) in val.iter().enumerate() {
+                                if xv != 0.0 {
+                                    add_scaled_row(&mut acc, w, e, a, c0, xv);
+                                }
                             }
                         }
                     }
+                    th[c0..c0 + w].copy_from_slice(&acc[..w]);
+                    c0 += COLS;
                 }
-                th[c0..c0 + w].copy_from_slice(&acc[..w]);
-                c0 += COLS;
-            }
-        } else {
-            x.for_each_entry(row, |a, xv| {
-                if a < e.n_attr {
-                    let base = a * e.a_stride;
-                    for (kk, s) in th.iter_mut().enumerate() {
-                        *s += xv * e.em[base + kk * e.k_stride];
+            } else {
+                x.for_each_entry(row, |a, xv| {
+                    if a < e.n_attr {
+                        let base = a * e.a_stride;
+                        for (kk, s) in th.iter_mut().enumerate() {
+                            *s += xv * e.em[base + kk * e.k_stride];
+                        }
                     }
-                }
-            });
+                });
+            }
         }
     }
 }

@@ -77,8 +77,6 @@ use super::config::{CrfConfig, CrfSampling};
 use super::line_search::{search, BlockLine, Memo, Raw, Scalars};
 use super::marginals::{chain_entropy_kl, reserve, zeros, Marginals};
 use super::model::{memory_estimate, unary_scores, CrfProblem, CrfWeights, Emission, Layout, TokenRows};
-#[cfg(target_arch = "x86_64")]
-use super::vlog::has_avx2;
 use crate::data::prefetch;
 use crate::error::{Result, SdcaError};
 use crate::sampling::GapSampler;
@@ -355,106 +353,80 @@ fn oracle<D: TokenRows>(
     oracle_scored(ctx, trans, mu, h_old, s);
 }
 
-/// [`oracle`] from the scores already in `s.theta` (`mu` is the block of `s.i`). `<w, v>` comes
-/// from the scores, `-(1/(lambda n)) (sum_t <delta_t, theta_t> + sum_t <delta_{t,t+1}, W>)`
-/// (`theta` is `w` applied to the features), so the weights are not read again.
-fn oracle_scored<D: TokenRows>(
-    ctx: &Ctx<'_, '_, D>,
-    trans: &Transitions,
-    mu: (&[f64], &[f64]),
-    h_old: f64,
-    s: &mut Slot,
-) {
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2() {
-        // SAFETY: AVX2 is available (checked).
-        return unsafe { oracle_scored_avx2(ctx, trans, mu, h_old, s) };
-    }
-    oracle_scored_body(ctx, trans, mu, h_old, s);
-}
-
-/// [`oracle_scored`] compiled for AVX2 (the same bits: no fused multiply-add).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn oracle_scored_avx2<D: TokenRows>(
-    ctx: &Ctx<'_, '_, D>,
-    trans: &Transitions,
-    mu: (&[f64], &[f64]),
-    h_old: f64,
-    s: &mut Slot,
-) {
-    oracle_scored_body(ctx, trans, mu, h_old, s);
-}
-
-#[inline(always)]
-fn oracle_scored_body<D: TokenRows>(
-    ctx: &Ctx<'_, '_, D>,
-    trans: &Transitions,
-    (mu_n, mu_e): (&[f64], &[f64]),
-    h_old: f64,
-    s: &mut Slot,
-) {
-    let (k, p) = (ctx.lay.k, ctx.problem);
-    let i = s.i;
-    let rows = p.sequence(i);
-    let t_len = rows.len();
-    let (nn, ne) = (t_len * k, (t_len - 1) * k * k);
-    let loc = ctx.index.local(i);
-    let n_act = ctx.index.active(i).len();
-    s.ensure(t_len, k, n_act);
-    let theta = &s.theta[..nn];
-    let (dn, de) = (&mut s.dn[..nn], &mut s.de[..ne]);
-    let log_z = s.chain.marginals(theta, trans, k, dn, de, None);
-    let wt = trans.scores();
-    let v_rest = &mut s.v_rest;
-    v_rest.fill(0.0);
-    // One pass per position: <mu, theta> and <mu, W> for the gap, <nu, theta> and <nu, W> for
-    // H~(nu), delta in place, <delta, theta> and <delta, W> for <w, v>, the dense part of v
-    // (scaled by -1/(lambda n) at the end).
-    let (mut lin, mut lin_nu, mut dot) = (Sum::default(), Sum::default(), Sum::default());
-    for t in 0..t_len {
-        let (th, mn) = (&theta[t * k..(t + 1) * k], &mu_n[t * k..(t + 1) * k]);
-        let d = &mut dn[t * k..(t + 1) * k];
-        let [mut local, mut local_nu, mut local_dot] = clique_terms(mn, th, d, &mut v_rest[..k]);
-        if t == 0 {
-            v_rest[k..2 * k].iter_mut().zip(d.iter()).for_each(|(v, x)| *v += x);
-        }
-        if t + 1 == t_len {
-            v_rest[2 * k..3 * k].iter_mut().zip(d.iter()).for_each(|(v, x)| *v += x);
-        }
-        if t + 1 < t_len {
-            let me = &mu_e[t * k * k..(t + 1) * k * k];
-            let d = &mut de[t * k * k..(t + 1) * k * k];
-            let [e_mu, e_nu, e_delta] = clique_terms(me, wt, d, &mut v_rest[3 * k..]);
-            local += e_mu;
-            local_nu += e_nu;
-            local_dot += e_delta;
-        }
-        lin.add(local);
-        lin_nu.add(local_nu);
-        dot.add(local_dot);
-    }
-    s.h_one = log_z - lin_nu.get();
-    let gap = log_z - lin.get() - h_old;
-    s.gap = if gap > 0.0 { gap } else { 0.0 };
-    let c = -1.0 / ctx.lam_n;
-    let v_em = &mut s.v_em[..n_act * k];
-    v_em.fill(0.0);
-    let mut e = 0;
-    for (t, row) in rows.enumerate() {
-        let d = &dn[t * k..(t + 1) * k];
-        p.x().for_each_entry(row, |_, xv| {
-            let q = loc[e] as usize * k;
-            e += 1;
-            for (o, &dk) in v_em[q..q + k].iter_mut().zip(d) {
-                *o += xv * dk;
+crate::simd::kernel! {
+    /// [`oracle`] from the scores already in `s.theta` (`mu` is the block of `s.i`). `<w, v>` comes
+    /// from the scores, `-(1/(lambda n)) (sum_t <delta_t, theta_t> + sum_t <delta_{t,t+1}, W>)`
+    /// (`theta` is `w` applied to the features), so the weights are not read again.
+    fn oracle_scored<D: TokenRows>(
+        ctx: &Ctx<'_, '_, D>,
+        trans: &Transitions,
+        mu: (&[f64], &[f64]),
+        h_old: f64,
+        s: &mut Slot,
+    ) as oracle_scored_portable {
+        let (mu_n, mu_e) = mu;
+        let (k, p) = (ctx.lay.k, ctx.problem);
+        let i = s.i;
+        let rows = p.sequence(i);
+        let t_len = rows.len();
+        let (nn, ne) = (t_len * k, (t_len - 1) * k * k);
+        let loc = ctx.index.local(i);
+        let n_act = ctx.index.active(i).len();
+        s.ensure(t_len, k, n_act);
+        let theta = &s.theta[..nn];
+        let (dn, de) = (&mut s.dn[..nn], &mut s.de[..ne]);
+        let log_z = s.chain.marginals(theta, trans, k, dn, de, None);
+        let wt = trans.scores();
+        let v_rest = &mut s.v_rest;
+        v_rest.fill(0.0);
+        // One pass per position: <mu, theta> and <mu, W> for the gap, <nu, theta> and <nu, W> for
+        // H~(nu), delta in place, <delta, theta> and <delta, W> for <w, v>, the dense part of v
+        // (scaled by -1/(lambda n) at the end).
+        let (mut lin, mut lin_nu, mut dot) = (Sum::default(), Sum::default(), Sum::default());
+        for t in 0..t_len {
+            let (th, mn) = (&theta[t * k..(t + 1) * k], &mu_n[t * k..(t + 1) * k]);
+            let d = &mut dn[t * k..(t + 1) * k];
+            let [mut local, mut local_nu, mut local_dot] = clique_terms(mn, th, d, &mut v_rest[..k]);
+            if t == 0 {
+                v_rest[k..2 * k].iter_mut().zip(d.iter()).for_each(|(v, x)| *v += x);
             }
-        });
+            if t + 1 == t_len {
+                v_rest[2 * k..3 * k].iter_mut().zip(d.iter()).for_each(|(v, x)| *v += x);
+            }
+            if t + 1 < t_len {
+                let me = &mu_e[t * k * k..(t + 1) * k * k];
+                let d = &mut de[t * k * k..(t + 1) * k * k];
+                let [e_mu, e_nu, e_delta] = clique_terms(me, wt, d, &mut v_rest[3 * k..]);
+                local += e_mu;
+                local_nu += e_nu;
+                local_dot += e_delta;
+            }
+            lin.add(local);
+            lin_nu.add(local_nu);
+            dot.add(local_dot);
+        }
+        s.h_one = log_z - lin_nu.get();
+        let gap = log_z - lin.get() - h_old;
+        s.gap = if gap > 0.0 { gap } else { 0.0 };
+        let c = -1.0 / ctx.lam_n;
+        let v_em = &mut s.v_em[..n_act * k];
+        v_em.fill(0.0);
+        let mut e = 0;
+        for (t, row) in rows.enumerate() {
+            let d = &dn[t * k..(t + 1) * k];
+            p.x().for_each_entry(row, |_, xv| {
+                let q = loc[e] as usize * k;
+                e += 1;
+                for (o, &dk) in v_em[q..q + k].iter_mut().zip(d) {
+                    *o += xv * dk;
+                }
+            });
+        }
+        s.wv = c * dot.get();
+        s.vv = scale_sq_norm(v_em, c) + scale_sq_norm(v_rest, c);
+        s.h_old = h_old;
+        s.memo.clear();
     }
-    s.wv = c * dot.get();
-    s.vv = scale_sq_norm(v_em, c) + scale_sq_norm(v_rest, c);
-    s.h_old = h_old;
-    s.memo.clear();
 }
 
 /// Lanes of the sums over a clique's cells: independent accumulators, so the loops vectorise
@@ -537,30 +509,16 @@ fn direction_dot(w: &[f64], lay: Layout, act: &[u32], v_em: &[f64], v_rest: &[f6
     wv
 }
 
-/// `mu <- mu + gamma delta` for the block of slot `s` (entries kept `>= 0`).
-fn move_marginals(mu: (&mut [f64], &mut [f64]), s: &Slot, gamma: f64) {
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2() {
-        // SAFETY: AVX2 is available (checked).
-        return unsafe { move_marginals_avx2(mu, s, gamma) };
-    }
-    move_marginals_body(mu, s, gamma);
-}
-
-/// [`move_marginals`] compiled for AVX2 (the same bits).
-#[cfg(target_arch = "x86_64")]
-#[target_feature(enable = "avx2")]
-unsafe fn move_marginals_avx2(mu: (&mut [f64], &mut [f64]), s: &Slot, gamma: f64) {
-    move_marginals_body(mu, s, gamma);
-}
-
-#[inline(always)]
-fn move_marginals_body((mu_n, mu_e): (&mut [f64], &mut [f64]), s: &Slot, gamma: f64) {
-    for (m, d) in mu_n.iter_mut().zip(&s.dn) {
-        *m = (*m + gamma * d).max(0.0);
-    }
-    for (m, d) in mu_e.iter_mut().zip(&s.de) {
-        *m = (*m + gamma * d).max(0.0);
+crate::simd::kernel! {
+    /// `mu <- mu + gamma delta` for the block of slot `s` (entries kept `>= 0`).
+    fn move_marginals(mu: (&mut [f64], &mut [f64]), s: &Slot, gamma: f64) as move_marginals_portable {
+        let (mu_n, mu_e) = mu;
+        for (m, d) in mu_n.iter_mut().zip(&s.dn) {
+            *m = (*m + gamma * d).max(0.0);
+        }
+        for (m, d) in mu_e.iter_mut().zip(&s.de) {
+            *m = (*m + gamma * d).max(0.0);
+        }
     }
 }
 

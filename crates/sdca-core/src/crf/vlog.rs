@@ -78,17 +78,15 @@ pub(crate) fn exp(x: f64) -> f64 {
     y * f64::from_bits(t.to_bits().wrapping_add(1023) << 52)
 }
 
-/// `out[j] = e^(x[j] - shift)` ([`exp`]), in four lanes (the same bits with or without AVX2).
-pub(crate) fn exp_sub(x: &[f64], shift: f64, out: &mut [f64]) {
-    debug_assert_eq!(x.len(), out.len());
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2() && x.len() == out.len() {
-        // SAFETY: AVX2 is available (checked) and the slices have equal lengths.
-        return unsafe { avx2::exp_sub(x, shift, out) };
-    }
-    for (o, &v) in out.iter_mut().zip(x) {
-        *o = exp(v - shift);
-    }
+crate::simd::kernel! {
+    /// `out[j] = e^(x[j] - shift)` ([`exp`]), in four lanes (the same bits with or without
+    /// AVX2), over slices of equal length.
+    pub(crate) fn exp_sub(x: &[f64], shift: f64, out: &mut [f64]) as exp_sub_portable {
+        debug_assert_eq!(x.len(), out.len());
+        for (o, &v) in out.iter_mut().zip(x) {
+            *o = exp(v - shift);
+        }
+    } avx2: avx2::exp_sub
 }
 
 /// Natural logarithm of a positive normal `x` (musl `log`, < 1 ulp); branch-free.
@@ -150,27 +148,38 @@ fn fold<const M: usize>(
     acc.map(|a| (a[0] + a[1]) + (a[2] + a[3]))
 }
 
-/// `[sum d log p, sum d^2 / p, sum p log p]` with `p = max(mu + gamma d, 1e-300)`.
-fn line_terms_portable(mu: &[f64], d: &[f64], gamma: f64) -> [f64; 3] {
-    fold(mu, d, gamma, |p, d, l, _| [d * l, d * d / p, p * l])
+crate::simd::kernel! {
+    /// `[sum d log p, sum d^2 / p, sum p log p]` with `p = max(mu + gamma d, 1e-300)`, over
+    /// slices of equal length.
+    #[inline]
+    pub(crate) fn line_terms(mu: &[f64], d: &[f64], gamma: f64) -> [f64; 3] as line_terms_portable {
+        fold(mu, d, gamma, |p, d, l, _| [d * l, d * d / p, p * l])
+    } avx2: avx2::line_terms
 }
 
-/// `[sum p log p, sum p (log p - lq)]` over `p >= 0` and finite `lq` (a zero `p` gives zero
-/// terms, `0 * log 1e-300`).
-fn entropy_kl_portable(p: &[f64], lq: &[f64]) -> [f64; 2] {
-    fold(p, lq, 0.0, |_, lq, l, p| [p * l, p * (l - lq)])
+crate::simd::kernel! {
+    /// `[sum p log p, sum p (log p - lq)]` over `p >= 0` and finite `lq` of equal length (a
+    /// zero `p` gives zero terms, `0 * log 1e-300`: `0 log 0 = 0`).
+    #[inline]
+    pub(crate) fn entropy_kl(p: &[f64], lq: &[f64]) -> [f64; 2] as entropy_kl_portable {
+        fold(p, lq, 0.0, |_, lq, l, p| [p * l, p * (l - lq)])
+    } avx2: avx2::entropy_kl
 }
 
-/// `sum p log p` over `p >= 0`.
-fn xlogx_portable(p: &[f64]) -> f64 {
-    let [s] = fold(p, p, 0.0, |_, _, l, p| [p * l]);
-    s
+crate::simd::kernel! {
+    /// `sum p log p` over `p >= 0` (`0 log 0 = 0`).
+    #[inline]
+    pub(crate) fn xlogx_sum(p: &[f64]) -> f64 as xlogx_portable {
+        let [s] = fold(p, p, 0.0, |_, _, l, p| [p * l]);
+        s
+    } avx2: avx2::xlogx
 }
 
 #[cfg(target_arch = "x86_64")]
 mod avx2 {
     //! The folds with AVX2 intrinsics: the operations of [`super::ln`] and [`super::fold`], in
-    //! the same order, on four lanes at once (bit-identical results).
+    //! the same order, on four lanes at once (bit-identical results). Each needs AVX2 and
+    //! nothing else: no slice length makes them read or write out of bounds.
     use std::arch::x86_64::*;
 
     use super::*;
@@ -266,22 +275,27 @@ mod avx2 {
         _mm256_loadu_pd(v.map(super::exp).as_ptr())
     }
 
+    /// Safe to call with AVX2 for any lengths (the shorter slice bounds the loop, as the
+    /// portable zip does).
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn exp_sub(x: &[f64], shift: f64, out: &mut [f64]) {
+        debug_assert_eq!(x.len(), out.len());
+        let n = x.len().min(out.len());
         let sh = c(shift);
         let mut i = 0;
-        while i + LANES <= x.len() {
+        while i + LANES <= n {
             let v = exp4(_mm256_sub_pd(_mm256_loadu_pd(x.as_ptr().add(i)), sh));
             _mm256_storeu_pd(out.as_mut_ptr().add(i), v);
             i += LANES;
         }
-        for j in i..x.len() {
+        for j in i..n {
             out[j] = super::exp(x[j] - shift);
         }
     }
 
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn line_terms(mu: &[f64], d: &[f64], gamma: f64) -> [f64; 3] {
+        debug_assert_eq!(mu.len(), d.len());
         let (g, floor) = (c(gamma), c(1e-300));
         let (mut s1, mut s2, mut s3) = (c(0.0), c(0.0), c(0.0));
         let mut i = 0;
@@ -299,6 +313,7 @@ mod avx2 {
 
     #[target_feature(enable = "avx2")]
     pub(super) unsafe fn entropy_kl(p: &[f64], lq: &[f64]) -> [f64; 2] {
+        debug_assert_eq!(p.len(), lq.len());
         let (zero, floor) = (c(0.0), c(1e-300));
         let (mut s1, mut s2) = (c(0.0), c(0.0));
         let mut i = 0;
@@ -325,49 +340,6 @@ mod avx2 {
         }
         hsum(s1)
     }
-}
-
-/// Whether the CPU has AVX2 (the kernels compiled for it give the same bits as the portable
-/// ones: no fused multiply-add, the same order of operations).
-#[cfg(target_arch = "x86_64")]
-#[inline]
-pub(crate) fn has_avx2() -> bool {
-    std::arch::is_x86_feature_detected!("avx2")
-}
-
-/// `[sum d log p, sum d^2 / p, sum p log p]` with `p = max(mu + gamma d, 1e-300)`.
-#[inline]
-pub(crate) fn line_terms(mu: &[f64], d: &[f64], gamma: f64) -> [f64; 3] {
-    debug_assert_eq!(mu.len(), d.len());
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2() && mu.len() == d.len() {
-        // SAFETY: AVX2 is available (checked) and the slices have equal lengths.
-        return unsafe { avx2::line_terms(mu, d, gamma) };
-    }
-    line_terms_portable(mu, d, gamma)
-}
-
-/// `[sum p log p, sum p (log p - lq)]`, `0 log 0 = 0`.
-#[inline]
-pub(crate) fn entropy_kl(p: &[f64], lq: &[f64]) -> [f64; 2] {
-    debug_assert_eq!(p.len(), lq.len());
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2() && p.len() == lq.len() {
-        // SAFETY: AVX2 is available (checked) and the slices have equal lengths.
-        return unsafe { avx2::entropy_kl(p, lq) };
-    }
-    entropy_kl_portable(p, lq)
-}
-
-/// `sum p log p`, `0 log 0 = 0`.
-#[inline]
-pub(crate) fn xlogx_sum(p: &[f64]) -> f64 {
-    #[cfg(target_arch = "x86_64")]
-    if has_avx2() {
-        // SAFETY: AVX2 is available (checked).
-        return unsafe { avx2::xlogx(p) };
-    }
-    xlogx_portable(p)
 }
 
 #[cfg(test)]

@@ -410,39 +410,20 @@ impl Columns {
 mod kernel {
     const LANES: usize = 8;
 
-    /// `sum_k a_k b_k`.
-    #[inline]
-    pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked above).
-            return unsafe { dot_avx2(a, b) };
-        }
-        dot_portable(a, b)
-    }
-
-    /// [`dot`] without AVX2: the fallback, and what it compiles.
-    #[inline(always)]
-    pub(super) fn dot_portable(a: &[f64], b: &[f64]) -> f64 {
-        let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
-        let tail = ca.remainder().iter().zip(cb.remainder());
-        let mut p = [0.0f64; LANES];
-        for (a, b) in ca.zip(cb) {
-            for l in 0..LANES {
-                p[l] += a[l] * b[l];
+    crate::simd::kernel! {
+        /// `sum_k a_k b_k`.
+        #[inline]
+        pub(super) fn dot(a: &[f64], b: &[f64]) -> f64 as dot_portable {
+            let (ca, cb) = (a.chunks_exact(LANES), b.chunks_exact(LANES));
+            let tail = ca.remainder().iter().zip(cb.remainder());
+            let mut p = [0.0f64; LANES];
+            for (a, b) in ca.zip(cb) {
+                for l in 0..LANES {
+                    p[l] += a[l] * b[l];
+                }
             }
+            tail.fold(sum(p), |p, (a, b)| p + a * b)
         }
-        tail.fold(sum(p), |p, (a, b)| p + a * b)
-    }
-
-    /// [`dot_portable`] compiled for AVX2 (no FMA: the bits of the portable loop).
-    ///
-    /// # Safety
-    /// The CPU must support AVX2.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn dot_avx2(a: &[f64], b: &[f64]) -> f64 {
-        dot_portable(a, b)
     }
 
     /// The lanes' sum, in a fixed order.
@@ -451,67 +432,29 @@ mod kernel {
         ((v[0] + v[4]) + (v[1] + v[5])) + ((v[2] + v[6]) + (v[3] + v[7]))
     }
 
-    /// `(sum_k x_k a_k, sum_k x_k b_k)`, reading `x` once.
-    #[inline]
-    pub(super) fn dot2(x: &[f64], a: &[f64], b: &[f64]) -> (f64, f64) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked above).
-            return unsafe { dot2_avx2(x, a, b) };
-        }
-        dot2_portable(x, a, b)
-    }
-
-    /// [`dot2`] without AVX2.
-    #[inline(always)]
-    pub(super) fn dot2_portable(x: &[f64], a: &[f64], b: &[f64]) -> (f64, f64) {
-        let (cx, ca, cb) = (x.chunks_exact(LANES), a.chunks_exact(LANES), b.chunks_exact(LANES));
-        let tail = cx.remainder().iter().zip(ca.remainder().iter().zip(cb.remainder()));
-        let (mut p, mut q) = ([0.0f64; LANES], [0.0f64; LANES]);
-        for (x, (a, b)) in cx.zip(ca.zip(cb)) {
-            for l in 0..LANES {
-                p[l] += x[l] * a[l];
-                q[l] += x[l] * b[l];
+    crate::simd::kernel! {
+        /// `(sum_k x_k a_k, sum_k x_k b_k)`, reading `x` once.
+        #[inline]
+        pub(super) fn dot2(x: &[f64], a: &[f64], b: &[f64]) -> (f64, f64) as dot2_portable {
+            let (cx, ca, cb) = (x.chunks_exact(LANES), a.chunks_exact(LANES), b.chunks_exact(LANES));
+            let tail = cx.remainder().iter().zip(ca.remainder().iter().zip(cb.remainder()));
+            let (mut p, mut q) = ([0.0f64; LANES], [0.0f64; LANES]);
+            for (x, (a, b)) in cx.zip(ca.zip(cb)) {
+                for l in 0..LANES {
+                    p[l] += x[l] * a[l];
+                    q[l] += x[l] * b[l];
+                }
             }
+            tail.fold((sum(p), sum(q)), |(p, q), (x, (a, b))| (p + x * a, q + x * b))
         }
-        tail.fold((sum(p), sum(q)), |(p, q), (x, (a, b))| (p + x * a, q + x * b))
     }
 
-    /// [`dot2_portable`] compiled for AVX2 (see [`dot_avx2`]).
-    ///
-    /// # Safety
-    /// The CPU must support AVX2.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn dot2_avx2(x: &[f64], a: &[f64], b: &[f64]) -> (f64, f64) {
-        dot2_portable(x, a, b)
-    }
-
-    /// `r += delta x`.
-    #[inline]
-    pub(super) fn axpy(delta: f64, x: &[f64], r: &mut [f64]) {
-        #[cfg(target_arch = "x86_64")]
-        if std::arch::is_x86_feature_detected!("avx2") {
-            // SAFETY: the CPU supports AVX2 (checked above).
-            return unsafe { axpy_avx2(delta, x, r) };
+    crate::simd::kernel! {
+        /// `r += delta x`.
+        #[inline]
+        pub(super) fn axpy(delta: f64, x: &[f64], r: &mut [f64]) as axpy_portable {
+            r.iter_mut().zip(x).for_each(|(r, x)| *r += delta * x);
         }
-        axpy_portable(delta, x, r)
-    }
-
-    /// [`axpy`] without AVX2.
-    #[inline(always)]
-    pub(super) fn axpy_portable(delta: f64, x: &[f64], r: &mut [f64]) {
-        r.iter_mut().zip(x).for_each(|(r, x)| *r += delta * x);
-    }
-
-    /// [`axpy_portable`] compiled for AVX2.
-    ///
-    /// # Safety
-    /// The CPU must support AVX2.
-    #[cfg(target_arch = "x86_64")]
-    #[target_feature(enable = "avx2")]
-    unsafe fn axpy_avx2(delta: f64, x: &[f64], r: &mut [f64]) {
-        axpy_portable(delta, x, r)
     }
 }
 
