@@ -121,6 +121,7 @@ _BENCHMARK_FILES = (
     "results_crf.md",
     "results_groups.md",
     "results_cocoa.md",
+    "results_paths.md",
     "*.png",
 )
 
