@@ -16,8 +16,8 @@ Rows, per problem:
 
 * **epoch**: CPU seconds of one SDCA epoch on one thread without the certificate passes
   (``(fit of 1 + E epochs - fit of 1 epoch) / E`` with ``check_every=0``, so data conversion and
-  the final certificate cancel), against the median CPU seconds of one CRFsuite L-BFGS iteration
-  (its first 30 iterations).
+  the final certificate cancel; the median of three such pairs after a warm-up fit), against the
+  median CPU seconds of one CRFsuite L-BFGS iteration (its first 30 iterations).
 * **to eps** (1e-5 for NER and OCR, 1e-4 for chunk and POS): ``P*`` is bracketed by an SDCA run
   at a much tighter ``tol`` (``[P - gap, P]``); SDCA runs with ``tol=eps`` (stopping when its
   gap certifies it) on one thread and on all cores (``n_threads`` = Polars' thread count); CRFsuite
@@ -48,6 +48,7 @@ import polars_sdca as ps
 TARGET = {"ner": 1e-5, "ocr": 1e-5, "chunk": 1e-4, "pos": 1e-4}
 REFERENCE_TOL = {"ner": 1e-9, "ocr": 1e-8, "chunk": 1e-7, "pos": 1e-6}
 EPOCHS = 3  # epochs timed after the first one
+REPEATS = 3  # pairs of fits whose median difference is the epoch's CPU seconds
 
 
 def dirty() -> bool:
@@ -74,9 +75,16 @@ def sdca_fit(problem: Problem, **options: Any) -> dict[str, Any]:
 
 
 def epoch_seconds(problem: Problem, seed: int) -> float:
-    one = sdca_fit(problem, max_epochs=1, check_every=0, n_threads=1, seed=seed)
-    more = sdca_fit(problem, max_epochs=1 + EPOCHS, check_every=0, n_threads=1, seed=seed)
-    return float((more["cpu"] - one["cpu"]) / EPOCHS)
+    """The median over ``REPEATS`` pairs, after a warm-up fit: the first fit on a problem pays
+    for touching its memory (on POS a 1-epoch fit took 3.4 CPU s cold and 1.6 s warm, as long
+    as a 4-epoch fit cold), which made the difference of two single fits meaningless."""
+    sdca_fit(problem, max_epochs=1, check_every=0, n_threads=1, seed=seed)
+    diffs = []
+    for _ in range(REPEATS):
+        one = sdca_fit(problem, max_epochs=1, check_every=0, n_threads=1, seed=seed)
+        more = sdca_fit(problem, max_epochs=1 + EPOCHS, check_every=0, n_threads=1, seed=seed)
+        diffs.append((more["cpu"] - one["cpu"]) / EPOCHS)
+    return float(np.median(diffs))
 
 
 def lbfgs(problem: Problem, l2: float, lower: float, eps: float, max_iterations: int) -> dict[str, Any]:
@@ -149,7 +157,8 @@ def report(results: list[dict[str, Any]]) -> str:
     lines = [
         "## Issue 18's goals: SDCA against CRFsuite L-BFGS (`benchmarks/crf_goals.py`)",
         "",
-        "Epoch: CPU seconds of one single-threaded SDCA epoch (certificate passes excluded) over "
+        "Epoch: CPU seconds of one single-threaded SDCA epoch (certificate passes excluded; median of "
+        "three pairs of fits after a warm-up) over "
         "the median CPU seconds of one CRFsuite L-BFGS iteration. To eps: SDCA until its duality gap "
         "certifies `eps` (`tol=eps`); L-BFGS at its first iterate within `eps` of the certified "
         "`P*` (hindsight). One thread: CPU seconds; all cores: wall seconds (SDCA on "
