@@ -91,6 +91,20 @@ def lasso_objective(X: np.ndarray, y: np.ndarray, w: np.ndarray, b: float, l1: f
     return float(0.5 * np.mean(r * r) + l1 * np.abs(w).sum())
 
 
+def ours_record(
+    target: float, args: argparse.Namespace, timing: Any, path: list[dict[str, Any]], ours: Any, p_star: Any
+) -> dict[str, Any]:
+    """The fields of our side of a path row: its timing, certified gaps and suboptimality."""
+    return {
+        "target_subopt": target,
+        "ref_tol": args.ref_tol,
+        "ours_cpu": timing.cpu_median,
+        "ours_wall": timing.median,
+        "ours_max_gap_rel": max(m["gap"] / m["primal"] for m in path),
+        "ours_subopt": worst(relative_suboptimality(ours, p_star)),
+    }
+
+
 def dense_problem(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     rng = np.random.default_rng(seed)
     n, p = 200, 5000
@@ -169,15 +183,7 @@ def row_lasso(args: argparse.Namespace) -> dict[str, Any]:
             ]
         )
 
-    out: dict[str, Any] = {
-        "target_subopt": target,
-        "ref_tol": args.ref_tol,
-        "ours_tol": args.tol,
-        "ours_cpu": timing.cpu_median,
-        "ours_wall": timing.median,
-        "ours_max_gap_rel": max(m["gap"] / m["primal"] for m in path),
-        "ours_subopt": worst(relative_suboptimality(ours, p_star)),
-    }
+    out: dict[str, Any] = {"ours_tol": args.tol, **ours_record(target, args, timing, path, ours, p_star)}
     for name, peer in lasso_peers().items():
 
         def build(tol: float | None, peer: Any = peer) -> Callable[[], np.ndarray]:
@@ -330,12 +336,7 @@ def row_sparse_loss(args: argparse.Namespace, loss: str) -> dict[str, Any]:
         "rows": p.n,
         "features": p.n_features,
         "nnz": int(p.x.nnz),
-        "target_subopt": args.tol,
-        "ref_tol": args.ref_tol,
-        "ours_cpu": timing.cpu_median,
-        "ours_wall": timing.median,
-        "ours_max_gap_rel": max(m["gap"] / m["primal"] for m in path),
-        "ours_subopt": worst(relative_suboptimality(ours, p_star)),
+        **ours_record(args.tol, args, timing, path, ours, p_star),
         "objective_check": mismatch,
         "peer": peer,
         "ratio": timing.cpu_median / peer["cpu"],
