@@ -102,7 +102,7 @@ use crate::budget::zeros;
 use crate::config::{FitConfig, Sampling, SolverKind};
 use crate::data::Rows;
 use crate::error::{Result, SdcaError};
-use crate::loss::{Loss, LossKind, Squared};
+use crate::loss::{with_scalar_loss, Loss, LossKind, Squared};
 use crate::reg::soft_threshold;
 
 /// Anderson's memory: iterates whose combination makes the extrapolated points, plus one.
@@ -124,33 +124,43 @@ const NEWTON_WORK: f64 = 20.0;
 /// inner solve's sweeps have visited so far (module docs).
 const NEWTON_SHARE: f64 = 3.0;
 
-/// Whether coordinate descent runs: `Cd` asks for it (an error for another loss than squared, a
-/// group penalty or gap sampling); `Auto` for the squared loss with an L1 penalty, without gap
-/// sampling or a group penalty, when the dual is badly conditioned: the Lasso itself (`l2 = 0`,
-/// which SDCA solves only through a reduction with a tiny `l2`), at least as many features as
-/// rows, or where `auto` would otherwise run accelerated Prox-SDCA (`R^2 / l2 > 10 n`). On a
-/// well-conditioned dual with many more rows than features, plain Prox-SDCA wins: on 203,621
-/// CoNLL tokens x 94,204 attributes at `l2 = 1e-4` (`R^2 / (l2 n)` = 0.05), coordinate descent
-/// took 0.95 s to 1e-8 against 0.31 s (`make bench`, the elastic-net row).
+/// Whether coordinate descent runs (proximal Newton for a loss other than squared,
+/// [`super::prox_newton`]): `Cd` asks for it (an error for a loss without a second derivative,
+/// a group penalty or gap sampling); `Auto` for a smooth loss (squared, logistic, squared or
+/// smooth hinge) with an L1 penalty, without gap sampling or a group penalty, when the dual is
+/// badly conditioned: `l2 = 0` (which SDCA solves only through a reduction with a tiny `l2`), at
+/// least as many features as rows, or, for the squared loss, where `auto` would otherwise run
+/// accelerated Prox-SDCA (`R^2 / l2 > 10 n`; not yet measured for proximal Newton). On a well-conditioned dual with many more rows than features, plain
+/// Prox-SDCA wins: on 203,621 CoNLL tokens x 94,204 attributes at `l2 = 1e-4` (`R^2 / (l2 n)` =
+/// 0.05), coordinate descent took 0.95 s to 1e-8 against 0.31 s (`make bench`, the elastic-net
+/// row).
 pub(crate) fn chosen<D: Rows>(cfg: &FitConfig, problem: &Problem<'_, D>) -> Result<bool> {
-    let domain = cfg.loss == LossKind::Squared && cfg.groups.is_none() && cfg.sampling != Sampling::Gap;
+    let domain = cfg.loss.newton_ready() && cfg.groups.is_none() && cfg.sampling != Sampling::Gap;
     match cfg.solver {
         SolverKind::Cd if !domain => Err(SdcaError::InvalidParameter {
             name: "solver",
             message: format!(
-                "\"cd\" (coordinate descent) solves the squared loss without group penalties or \
-                 sampling=\"gap\", and this fit has loss={:?}; use solver=\"auto\" or \"sdca\"",
-                cfg.loss.name()
+                "\"cd\" (coordinate descent, proximal Newton) solves the squared, logistic, \
+                 squared_hinge and smooth_hinge losses without group penalties or \
+                 sampling=\"gap\", and this fit has loss={:?}{}{}; use solver=\"auto\" or \"sdca\"",
+                cfg.loss.name(),
+                if cfg.groups.is_some() { " with a group penalty" } else { "" },
+                if cfg.sampling == Sampling::Gap { " with sampling=\"gap\"" } else { "" },
             ),
         }),
         SolverKind::Cd => Ok(true),
         SolverKind::Auto if !(domain && cfg.l1 > 0.0) => Ok(false),
         SolverKind::Auto => {
             let (n, d) = (problem.n(), problem.x.n_cols());
-            Ok(cfg.l2 == 0.0 || d >= n || {
-                let r2 = problem.row_sq(cfg.intercept_scaling)?.into_iter().fold(0.0, f64::max);
-                accelerated::chosen(SolverKind::Auto, cfg.loss.smoothness(), r2, cfg.l2, n)
-            })
+            // For the losses of proximal Newton, only where the dual is worst: elsewhere the
+            // accelerated Prox-SDCA the rule below would pick has not been measured against it.
+            let squared = cfg.loss == LossKind::Squared;
+            Ok(cfg.l2 == 0.0
+                || d >= n
+                || squared && {
+                    let r2 = problem.row_sq(cfg.intercept_scaling)?.into_iter().fold(0.0, f64::max);
+                    accelerated::chosen(SolverKind::Auto, cfg.loss.smoothness(), r2, cfg.l2, n)
+                })
         }
         _ => Ok(false),
     }
@@ -170,13 +180,17 @@ pub(crate) struct Columns {
     /// without the row indices' indirection.
     dense: bool,
     /// Original row of each kept row.
-    kept: Vec<u32>,
+    pub(super) kept: Vec<u32>,
     /// `sqrt(s_i)` per kept row.
-    root: Vec<f64>,
+    pub(super) root: Vec<f64>,
     /// `sqrt(s_i) y_i` per kept row.
     y: Vec<f64>,
+    /// `s_i` per kept row.
+    pub(super) weight: Vec<f64>,
+    /// `y_i` per kept row.
+    pub(super) label: Vec<f64>,
     /// `h_j = (1/n) sum_i x_ij^2`, intercept slot last.
-    h: Vec<f64>,
+    pub(super) h: Vec<f64>,
 }
 
 impl Columns {
@@ -215,6 +229,8 @@ impl Columns {
             }
         }
         let y = kept.iter().zip(&root).map(|(&i, s)| s * p.y[i as usize]).collect();
+        let weight = kept.iter().map(|&i| p.weight(i as usize)).collect();
+        let label = kept.iter().map(|&i| p.y[i as usize]).collect();
         let h: Vec<f64> =
             (0..=d).map(|j| values[start[j]..start[j + 1]].iter().map(|v| v * v).sum::<f64>() / nf).collect();
         // A column whose squared norm overflows (features near 1e154, or an intercept feature
@@ -223,7 +239,7 @@ impl Columns {
         if h.iter().any(|h| !h.is_finite()) {
             return Err(SdcaError::NonFiniteResult { what: "a column's squared norm in coordinate descent" });
         }
-        Ok(Self { start, rows, values, dense, kept, root, y, h })
+        Ok(Self { start, rows, values, dense, kept, root, y, weight, label, h })
     }
 
     /// The stored values of column `j`.
@@ -237,7 +253,7 @@ impl Columns {
     }
 
     /// `f(k, x_kj)` for each stored entry of column `j`, `k` its kept row.
-    fn for_each(&self, j: usize, mut f: impl FnMut(usize, f64)) {
+    pub(super) fn for_each(&self, j: usize, mut f: impl FnMut(usize, f64)) {
         let values = self.values(j);
         if self.dense {
             values.iter().enumerate().for_each(|(k, &v)| f(k, v));
@@ -261,7 +277,7 @@ impl Columns {
     }
 
     /// `(1/n) sum_i x_ij r_i` (`nf = n`).
-    fn grad(&self, j: usize, r: &[f64], nf: f64) -> f64 {
+    pub(super) fn grad(&self, j: usize, r: &[f64], nf: f64) -> f64 {
         let values = self.values(j);
         let sum = if self.dense {
             kernel::dot(values, &r[..values.len()])
@@ -273,7 +289,7 @@ impl Columns {
     }
 
     /// `r += delta x_j`.
-    fn shift(&self, j: usize, delta: f64, r: &mut [f64]) {
+    pub(super) fn shift(&self, j: usize, delta: f64, r: &mut [f64]) {
         if self.dense {
             let values = self.values(j);
             kernel::axpy(delta, values, &mut r[..values.len()]);
@@ -283,42 +299,75 @@ impl Columns {
     }
 
     /// Stored entries of column `j` (the intercept column's: one per kept row).
-    fn len(&self, j: usize) -> usize {
+    pub(super) fn len(&self, j: usize) -> usize {
         self.start[j + 1] - self.start[j]
     }
 
-    /// Balances the two sides of `u_c` for `l2 = 0` with an intercept (each `t_i` moves towards
-    /// 0; module docs). No pass over the columns.
-    fn balance(&self, t: &mut [f64], l2: f64) {
-        let bias = self.bias();
-        if l2 != 0.0 || bias.is_empty() {
-            return;
+    /// `sum_i a_i x_ij^2`: column `j`'s squared norm with the per-row weights `a` (the
+    /// curvatures of a Newton step's quadratic model, [`super::prox_newton`]).
+    pub(super) fn weighted_sq(&self, j: usize, a: &[f64]) -> f64 {
+        let values = self.values(j);
+        if self.dense {
+            values.iter().zip(a).map(|(v, a)| a * v * v).sum()
+        } else {
+            let rows = &self.rows[self.start[j]..self.start[j + 1]];
+            rows.iter().zip(values).map(|(&k, v)| a[k as usize] * v * v).sum()
         }
-        let (f_pos, f_neg) = super::screen::balancing(t.iter().zip(bias).map(|(t, b)| b * t));
-        t.iter_mut().for_each(|t| *t *= if *t > 0.0 { f_pos } else { f_neg });
     }
 
-    /// `u_c` of `t` (0 without an intercept).
+    /// `q_i += delta a_i x_ij`: [`Self::shift`] with the per-row weights `a`.
+    pub(super) fn shift_weighted(&self, j: usize, delta: f64, a: &[f64], q: &mut [f64]) {
+        self.for_each(j, |k, v| q[k] += delta * a[k] * v);
+    }
+
+    /// Balances the two sides of `u_c` for `l2 = 0` with an intercept (each `theta_i` moves
+    /// towards 0; module docs). No pass over the columns.
+    fn balance(&self, theta: &mut [f64], l2: f64) {
+        if l2 != 0.0 || self.bias().is_empty() {
+            return;
+        }
+        let (f_pos, f_neg) = super::screen::balancing(theta.iter().zip(&self.weight).map(|(t, s)| s * t));
+        theta.iter_mut().for_each(|t| *t *= if *t > 0.0 { f_pos } else { f_neg });
+    }
+
+    /// The scaled duals `t_i = sqrt(s_i) theta_i`, whose products with the stored columns are
+    /// `u` (module docs).
+    fn scaled(&self, theta: &[f64]) -> Vec<f64> {
+        theta.iter().zip(&self.root).map(|(t, r)| t * r).collect()
+    }
+
+    /// `u_c` of the scaled duals `t` (0 without an intercept).
     fn u_c(&self, t: &[f64], nf: f64) -> f64 {
         kernel::dot(self.bias(), &t[..self.bias().len()]) / nf
     }
 
-    /// The candidate duals `t` moved into the feasible set of the problem over the features
-    /// `scope` (and the intercept), with their certificate against `primal` (module docs).
-    /// A pass over the columns of `scope`.
-    fn point(&self, mut t: Vec<f64>, scope: &[usize], primal: f64, penalty: (f64, f64), nf: f64) -> Point {
-        self.balance(&mut t, penalty.1);
+    /// The candidate duals `theta` (one per kept row) moved into the feasible set of the
+    /// problem over the features `scope` (and the intercept), with their certificate against
+    /// `primal` for `loss` (module docs). A pass over the columns of `scope`.
+    pub(super) fn point<L: Loss>(
+        &self,
+        loss: L,
+        mut theta: Vec<f64>,
+        scope: &[usize],
+        primal: f64,
+        penalty: (f64, f64),
+        nf: f64,
+    ) -> Point {
+        self.balance(&mut theta, penalty.1);
+        let t = self.scaled(&theta);
         let mut u = vec![0.0; self.h.len() - 1];
         for &j in scope {
             u[j] = self.grad(j, &t, nf);
         }
         let u_c = self.u_c(&t, nf);
-        self.finish(t, u, u_c, scope, primal, penalty, nf)
+        self.finish(loss, theta, u, u_c, scope, primal, penalty, nf)
     }
 
     /// [`Self::point`] of two candidates in one pass over the columns of `scope`.
-    fn points(
+    #[allow(clippy::too_many_arguments)]
+    fn points<L: Loss>(
         &self,
+        loss: L,
         mut a: Vec<f64>,
         mut b: Vec<f64>,
         scope: &[usize],
@@ -328,24 +377,28 @@ impl Columns {
     ) -> (Point, Point) {
         self.balance(&mut a, penalty.1);
         self.balance(&mut b, penalty.1);
+        let (ta, tb) = (self.scaled(&a), self.scaled(&b));
         let (mut ua, mut ub) = (vec![0.0; self.h.len() - 1], vec![0.0; self.h.len() - 1]);
         for &j in scope {
-            let (p, q) = self.dot2(j, &a, &b);
+            let (p, q) = self.dot2(j, &ta, &tb);
             (ua[j], ub[j]) = (p / nf, q / nf);
         }
-        let (ca, cb) = (self.u_c(&a, nf), self.u_c(&b, nf));
+        let (ca, cb) = (self.u_c(&ta, nf), self.u_c(&tb, nf));
         (
-            self.finish(a, ua, ca, scope, primal, penalty, nf),
-            self.finish(b, ub, cb, scope, primal, penalty, nf),
+            self.finish(loss, a, ua, ca, scope, primal, penalty, nf),
+            self.finish(loss, b, ub, cb, scope, primal, penalty, nf),
         )
     }
 
-    /// The balanced duals `t` with their `u` (over `scope`) and `u_c`, scaled into the box for
-    /// `l2 = 0`, and their certificate against `primal`. No pass over the columns.
+    /// The balanced duals `theta` with their `u` (over `scope`) and `u_c`, scaled into the box
+    /// for `l2 = 0`, and their certificate for `loss` against `primal`. No pass over the
+    /// columns. The scaling factors are at most 1, so a `theta` in the loss's dual domain stays
+    /// there (each product rounds towards a smaller magnitude, never out of the domain).
     #[allow(clippy::too_many_arguments)]
-    fn finish(
+    pub(super) fn finish<L: Loss>(
         &self,
-        mut t: Vec<f64>,
+        loss: L,
+        mut theta: Vec<f64>,
         mut u: Vec<f64>,
         mut u_c: f64,
         scope: &[usize],
@@ -358,11 +411,16 @@ impl Columns {
         let top = scope.iter().fold(0.0f64, |m, &j| m.max(u[j].abs()));
         if l2 == 0.0 && top > l1 {
             let into = |v: &mut f64| *v = *v / top * l1;
-            t.iter_mut().for_each(into);
+            theta.iter_mut().for_each(into);
             scope.iter().for_each(|&j| into(&mut u[j]));
             into(&mut u_c);
         }
-        let conj: f64 = t.iter().zip(&self.y).map(|(t, y)| 0.5 * t * t - t * y).sum();
+        let conj: f64 = theta
+            .iter()
+            .zip(&self.weight)
+            .zip(&self.label)
+            .map(|((t, s), y)| s * loss.conj_neg(*t, *y))
+            .sum();
         let mut dual = -conj / nf;
         if l2 > 0.0 {
             // (l2/2) ||w(t)||^2 with w = soft(u, l1) / l2, divided before squaring (screen.rs).
@@ -374,32 +432,34 @@ impl Columns {
         // A dual above the primal is rounding (weak duality); NaN leaves no certificate.
         let dual = if dual.is_nan() { f64::NEG_INFINITY } else { dual };
         let gap = (primal - dual).max(0.0);
-        Point { t, u, u_c, certificate: Certificate { primal, dual: dual.min(primal), gap } }
+        Point { theta, u, u_c, certificate: Certificate { primal, dual: dual.min(primal), gap } }
     }
 
     /// `point` (computed over some features) completed over the features `rest` (the others'
     /// `u` are kept) and certified over `every` feature: a pass over the columns of `rest`.
-    fn complete(
+    fn complete<L: Loss>(
         &self,
+        loss: L,
         mut point: Point,
         rest: &[usize],
         every: &[usize],
         penalty: (f64, f64),
         nf: f64,
     ) -> Point {
+        let t = self.scaled(&point.theta);
         for &j in rest {
-            point.u[j] = self.grad(j, &point.t, nf);
+            point.u[j] = self.grad(j, &t, nf);
         }
-        self.finish(point.t, point.u, point.u_c, every, point.certificate.primal, penalty, nf)
+        self.finish(loss, point.theta, point.u, point.u_c, every, point.certificate.primal, penalty, nf)
     }
 
     /// Stored entries of the columns `scope`.
-    fn entries(&self, scope: &[usize]) -> usize {
+    pub(super) fn entries(&self, scope: &[usize]) -> usize {
         scope.iter().map(|&j| self.len(j)).sum()
     }
 
     /// Stored entries of every column, the intercept's included (at least 1): one pass.
-    fn pass(&self) -> f64 {
+    pub(super) fn pass(&self) -> f64 {
         self.values.len().max(1) as f64
     }
 }
@@ -458,14 +518,14 @@ mod kernel {
     }
 }
 
-/// Feasible scaled duals `t` (module docs), their `u` (zero outside the scope they were
-/// computed over), `u_c` and their certificate.
+/// Feasible duals `theta` (one per kept row; module docs), their `u` (zero outside the scope
+/// they were computed over), `u_c` and their certificate.
 #[derive(Clone)]
 pub(crate) struct Point {
-    t: Vec<f64>,
-    u: Vec<f64>,
+    theta: Vec<f64>,
+    pub(super) u: Vec<f64>,
     u_c: f64,
-    certificate: Certificate,
+    pub(super) certificate: Certificate,
 }
 
 /// The better of two points for the same primal (the higher dual).
@@ -490,8 +550,10 @@ struct Descent<'c> {
     w: Vec<f64>,
     /// `sqrt(s_i)(x~_i . w - y_i)` per kept row.
     r: Vec<f64>,
-    /// The products of the last Newton step's slots.
-    gram: Gram,
+    /// The products of the last Newton step's slots (a path's fits share them).
+    gram: &'c mut Gram,
+    /// The residuals at the last inner solve's gap checks, for the extrapolated dual point.
+    history: VecDeque<Vec<f64>>,
 }
 
 /// `X_S^T X_S / n` (upper triangle, row-major) and `X_S^T y / n` of the slots `S` of the last
@@ -555,17 +617,20 @@ impl Descent<'_> {
     /// The certificate of the problem over the features `scope`: the residual point and the
     /// extrapolation of `history` (both from one read of the columns), the better one; the
     /// columns' entries visited.
-    fn check(&self, scope: &[usize], history: &VecDeque<Vec<f64>>) -> (Point, usize) {
+    fn check(&self, scope: &[usize]) -> (Point, usize) {
         let primal = self.primal();
         let penalty = (self.l1, self.l2);
         let entries = self.cols.entries(scope) + self.r.len();
-        let neg = |r: &[f64]| r.iter().map(|v| -v).collect::<Vec<f64>>();
+        // theta_i = -phi'(x~_i . w) = -r_i / sqrt(s_i).
+        let neg = |r: &[f64]| r.iter().zip(&self.cols.root).map(|(v, s)| -v / s).collect::<Vec<f64>>();
+        let history = &self.history;
         match anderson(history).map(|c| combine(history, &c)) {
             Some(r) => {
-                let (point, other) = self.cols.points(neg(&self.r), neg(&r), scope, primal, penalty, self.nf);
+                let (point, other) =
+                    self.cols.points(Squared, neg(&self.r), neg(&r), scope, primal, penalty, self.nf);
                 (better(point, Some(other)), entries)
             }
-            None => (self.cols.point(neg(&self.r), scope, primal, penalty, self.nf), entries),
+            None => (self.cols.point(Squared, neg(&self.r), scope, primal, penalty, self.nf), entries),
         }
     }
 
@@ -658,7 +723,7 @@ impl Descent<'_> {
     /// system is not positive definite. Returns the entries visited too.
     fn newton(&mut self, slots: &[usize]) -> (Option<Vec<f64>>, usize) {
         let (cols, d, m) = (self.cols, self.w.len() - 1, slots.len());
-        let old = std::mem::take(&mut self.gram);
+        let old = std::mem::take(self.gram);
         // Each slot's position in the last step's (both lists increase).
         let mut at = vec![None; m];
         let mut k = 0;
@@ -698,7 +763,7 @@ impl Descent<'_> {
                 }
             };
         }
-        self.gram = Gram { slots: slots.to_vec(), gram: gram.clone(), xty: xty.clone() };
+        *self.gram = Gram { slots: slots.to_vec(), gram: gram.clone(), xty: xty.clone() };
         let mut rhs = xty;
         for (a, &ja) in slots.iter().enumerate() {
             gram[a * m + a] += self.l2;
@@ -711,20 +776,13 @@ impl Descent<'_> {
     /// Coordinate descent over the working set `slots` (features, then the intercept) until
     /// the subproblem's gap is below `tol` or the clock runs out (module docs). `history` gets
     /// the residuals at the gap checks.
-    fn inner(
-        &mut self,
-        slots: &[usize],
-        tol: f64,
-        clock: &mut Clock,
-        total: f64,
-        history: &mut VecDeque<Vec<f64>>,
-    ) {
+    fn inner(&mut self, slots: &[usize], tol: f64, clock: &mut Clock, total: f64) {
         let d = self.w.len() - 1;
         let scope: Vec<usize> = slots.iter().copied().filter(|&j| j < d).collect();
         let share = self.cols.entries(slots) as f64 / total;
         let mut iterates: VecDeque<Vec<f64>> = VecDeque::with_capacity(EXTRAPOLATE + 1);
         let (mut z, mut touched) = (vec![0.0; self.r.len()], Vec::new());
-        history.clear();
+        self.history.clear();
         let mut epoch = 0u32;
         let mut window: Vec<(usize, bool)> = Vec::new();
         let mut tried: Vec<(usize, bool)> = Vec::new();
@@ -771,11 +829,11 @@ impl Descent<'_> {
                 window = signs;
             }
             if epoch.is_multiple_of(INNER_CHECK) {
-                if history.len() == EXTRAPOLATE + 1 {
-                    history.pop_front();
+                if self.history.len() == EXTRAPOLATE + 1 {
+                    self.history.pop_front();
                 }
-                history.push_back(self.r.clone());
-                let (point, visited) = self.check(&scope, history);
+                self.history.push_back(self.r.clone());
+                let (point, visited) = self.check(&scope);
                 clock.add_pass(visited as f64 / total);
                 if point.certificate.gap <= tol {
                     return;
@@ -849,12 +907,84 @@ fn working_set(w: &[f64], u: &[f64], norms: &[f64], screened: &[bool], l1: f64, 
     set
 }
 
-/// Coordinate descent from the model `w` (length `d + 1`; zero for a cold start) on the
-/// problem of `ctx` (module docs; `ctx` without the Lasso reduction), until its judge accepts the
-/// certificate or the clock runs out. Errors when the objective stops being finite.
+/// A primal method over working sets, as [`descend`] drives it: coordinate descent for the
+/// squared loss ([`Descent`]) or proximal Newton for the other smooth losses
+/// ([`super::prox_newton`]). Both keep their model with its per-row terms (residuals, scores)
+/// in step; the outer loop (certificates, screening, working sets) is the same for both.
+pub(super) trait Primal {
+    /// The model, the intercept feature's weight in slot `d`.
+    fn model(&self) -> &[f64];
+    /// Takes the model out (the fit is over).
+    fn take_model(&mut self) -> Vec<f64>;
+    /// The per-row terms recomputed from the model (no drift); returns the entries visited.
+    fn refresh(&mut self) -> usize;
+    /// `P(w)` from the per-row terms.
+    fn primal(&self) -> f64;
+    /// The certificate of the problem over the features `scope` (the best candidate dual
+    /// point the method has) and the entries visited.
+    fn check(&self, scope: &[usize]) -> (Point, usize);
+    /// Sets the weight of feature `j` to zero (screened) and updates the per-row terms.
+    fn zero(&mut self, j: usize);
+    /// Solves the problem over the working set `slots` (features, then the intercept) until
+    /// its gap is below `tol` or the clock runs out.
+    fn inner(&mut self, slots: &[usize], tol: f64, clock: &mut Clock, total: f64);
+}
+
+impl Primal for Descent<'_> {
+    fn model(&self) -> &[f64] {
+        &self.w
+    }
+    fn take_model(&mut self) -> Vec<f64> {
+        std::mem::take(&mut self.w)
+    }
+    fn refresh(&mut self) -> usize {
+        Descent::refresh(self)
+    }
+    fn primal(&self) -> f64 {
+        Descent::primal(self)
+    }
+    fn check(&self, scope: &[usize]) -> (Point, usize) {
+        Descent::check(self, scope)
+    }
+    fn zero(&mut self, j: usize) {
+        if self.w[j] != 0.0 {
+            self.cols.shift(j, -self.w[j], &mut self.r);
+            self.w[j] = 0.0;
+        }
+    }
+    fn inner(&mut self, slots: &[usize], tol: f64, clock: &mut Clock, total: f64) {
+        Descent::inner(self, slots, tol, clock, total)
+    }
+}
+
+/// The method for the loss of `ctx` from the model `w` on the columns `cols`: coordinate
+/// descent for the squared loss (with the Newton products `gram`), proximal Newton for the
+/// other losses [`chosen`] admits.
+fn method<'c, D: Rows, L: Loss + 'c>(
+    ctx: &Context<'_, '_, D, L>,
+    cols: &'c Columns,
+    w: Vec<f64>,
+    gram: &'c mut Gram,
+) -> Result<Box<dyn Primal + 'c>> {
+    let (l1, l2, nf) = (ctx.cfg.l1, ctx.l2, ctx.problem.n() as f64);
+    let r = zeros::<f64>(cols.kept.len())?;
+    Ok(if ctx.cfg.loss == LossKind::Squared {
+        let history = VecDeque::with_capacity(EXTRAPOLATE + 1);
+        Box::new(Descent { cols, l1, l2, nf, w, r, gram, history })
+    } else {
+        Box::new(super::prox_newton::ProxNewton::new(cols, ctx.loss, (l1, l2), nf, w)?)
+    })
+}
+
+/// Coordinate descent (or, for a loss other than squared, proximal Newton) from the model `w`
+/// (length `d + 1`; zero for a cold start) on the problem of `ctx` (module docs; `ctx` without
+/// the Lasso reduction), until its judge accepts the certificate or the clock runs out. Errors
+/// when the objective stops being finite.
 pub(crate) fn run<D: Rows, L: Loss>(ctx: &mut Context<'_, '_, D, L>, w: Vec<f64>) -> Result<Outcome> {
     let cols = Columns::of(ctx.problem, ctx.bias())?;
-    descend(ctx, &cols, w, None, &mut Gram::default(), true).map(|(out, _, _)| out)
+    let mut gram = Gram::default();
+    let mut s = method(ctx, &cols, w, &mut gram)?;
+    descend(ctx, &cols, s.as_mut(), None, true).map(|(out, _, _)| out)
 }
 
 /// What the fits of a path share (module docs, "Paths"): the columns, built once, the last
@@ -878,13 +1008,13 @@ impl Shared {
     }
 }
 
-/// A fit of `problem` under `cfg` (for which [`chosen`] said yes) by coordinate descent from
-/// `warm`, on the columns of `shared`. Its first certificate is the last fit's dual point moved
-/// into this problem's feasible set, so the fit starts with the working set (and, with
-/// `screening`, the Gap Safe screening) it gives, without a pass over the columns (module docs,
-/// "Paths"); without `screening` no feature is screened. Returns the fit and the features
-/// screened at its end and the stored entries its passes read (its clock's work, not rounded
-/// up to whole passes as `epochs` is). Errors as [`super::fit_from`].
+/// A fit of `problem` under `cfg` (for which [`chosen`] said yes) by coordinate descent (or
+/// proximal Newton) from `warm`, on the columns of `shared`. Its first certificate is the last
+/// fit's dual point moved into this problem's feasible set, so the fit starts with the working
+/// set (and, with `screening`, the Gap Safe screening) it gives, without a pass over the
+/// columns (module docs, "Paths"); without `screening` no feature is screened. Returns the fit
+/// and the features screened at its end and the stored entries its passes read (its clock's
+/// work, not rounded up to whole passes as `epochs` is). Errors as [`super::fit_from`].
 pub(crate) fn fit_shared<D: Rows>(
     problem: &Problem<'_, D>,
     cfg: &FitConfig,
@@ -895,50 +1025,55 @@ pub(crate) fn fit_shared<D: Rows>(
     let (d, k) = (problem.x.n_cols(), problem.n_outputs);
     crate::budget::check_linear(&cfg.budget(), problem.n(), d, k, crate::budget::Width::Features)?;
     let w = Warm::start(warm, d, k, cfg.intercept_scaling)?;
-    let mut ctx = Context::exact(problem, Squared, cfg);
-    let seed = shared.seed.take().filter(|s| s.l2 == cfg.l2);
-    let (out, seed, screened) = descend(&mut ctx, &shared.cols, w, seed, &mut shared.gram, screening)?;
-    shared.seed = Some(seed);
-    let visited = (ctx.clock.work() * shared.cols.pass()).round() as u64;
-    super::finite(ctx.finish(out)).map(|fit| (fit, screened, visited))
+    with_scalar_loss!(cfg.loss, |loss| {
+        let mut ctx = Context::exact(problem, loss, cfg);
+        let seed = shared.seed.take().filter(|s| s.l2 == cfg.l2);
+        let mut s = method(&ctx, &shared.cols, w, &mut shared.gram)?;
+        let (out, seed, screened) = descend(&mut ctx, &shared.cols, s.as_mut(), seed, screening)?;
+        shared.seed = Some(seed);
+        let visited = (ctx.clock.work() * shared.cols.pass()).round() as u64;
+        super::finite(ctx.finish(out)).map(|fit| (fit, screened, visited))
+    }, multiclass => Err(SdcaError::Internal(format!(
+        "coordinate descent reached with loss {:?}, which it refuses; please report",
+        cfg.loss.name()
+    ))))
 }
 
-/// [`run`] on the columns `cols`, from the dual point `seed` and the Newton products `gram`,
-/// with Gap Safe screening when `screening` (module docs, "Paths"); returns the outcome, its dual point as the next fit's seed and the
-/// features screened at the end, and leaves the last Newton step's products in `gram`.
+/// [`run`] with the method `s` on the columns `cols`, from the dual point `seed`, with Gap Safe
+/// screening when `screening` (module docs, "Paths"); returns the outcome, its dual point as
+/// the next fit's seed and the features screened at the end.
 fn descend<D: Rows, L: Loss>(
     ctx: &mut Context<'_, '_, D, L>,
     cols: &Columns,
-    w: Vec<f64>,
+    s: &mut dyn Primal,
     seed: Option<Seed>,
-    gram: &mut Gram,
     mut screening: bool,
 ) -> Result<(Outcome, Seed, usize)> {
-    let (problem, cfg) = (ctx.problem, ctx.cfg);
+    let (problem, cfg, loss) = (ctx.problem, ctx.cfg, ctx.loss);
     let (d, nf, bias) = (problem.x.n_cols(), problem.n() as f64, ctx.bias());
     let intercept: Option<usize> = (bias > 0.0).then_some(d);
     let total = cols.pass();
-    let r = zeros::<f64>(cols.kept.len())?;
-    let mut s = Descent { cols, l1: cfg.l1, l2: ctx.l2, nf, w, r, gram: std::mem::take(gram) };
     let norms: Vec<f64> = cols.h.iter().map(|h| (h * nf).sqrt()).collect();
     let every: Vec<usize> = (0..d).collect();
     let mut screened = vec![false; d];
     let mut gap_trace = Vec::new();
     let mut outer = 0u32;
-    let mut history: VecDeque<Vec<f64>> = VecDeque::with_capacity(EXTRAPOLATE + 1);
     let mut best: Option<Point> = None;
     let (mut ws_size, mut last_gap) = (0usize, f64::INFINITY);
     let mut seed = seed.map(|s| s.point);
-    let penalty = (s.l1, s.l2);
+    let penalty = (cfg.l1, ctx.l2);
+    // The sphere test's radius per unit of sqrt(gap): the dual is (gamma / n)-strongly concave
+    // in sum_i t_i^2 for a (1 / gamma)-smooth loss (screen.rs).
+    let gamma = loss.smoothness();
     let (status, point) = loop {
         outer += 1;
         ctx.clock.add_pass(s.refresh() as f64 / total);
         let scope: Vec<usize> = (0..d).filter(|&j| !screened[j]).collect();
         let point = match seed.take() {
             // Its u is over every feature, and nothing is screened yet.
-            Some(p) => cols.finish(p.t, p.u, p.u_c, &every, s.primal(), penalty, nf),
+            Some(p) => cols.finish(loss, p.theta, p.u, p.u_c, &every, s.primal(), penalty, nf),
             None => {
-                let (point, visited) = s.check(&scope, &history);
+                let (point, visited) = s.check(&scope);
                 ctx.clock.add_pass(visited as f64 / total);
                 point
             }
@@ -962,7 +1097,7 @@ fn descend<D: Rows, L: Loss>(
             let full = if scope.len() < d {
                 let rest: Vec<usize> = (0..d).filter(|&j| screened[j]).collect();
                 ctx.clock.add_pass(cols.entries(&rest) as f64 / total);
-                cols.complete(point, &rest, &every, penalty, nf)
+                cols.complete(loss, point, &rest, &every, penalty, nf)
             } else {
                 point
             };
@@ -980,35 +1115,34 @@ fn descend<D: Rows, L: Loss>(
         }
         gap_trace.push(c.gap);
         // Dynamic Gap Safe screening (module docs), with the rounding of the gap added.
-        let reach = ((2.0 * c.gap + 8.0 * f64::EPSILON * (c.primal.abs() + c.dual.abs())) / nf).sqrt();
+        let reach =
+            ((2.0 * c.gap + 8.0 * f64::EPSILON * (c.primal.abs() + c.dual.abs())) / (gamma * nf)).sqrt();
         for j in scope.iter().copied().filter(|_| screening) {
-            if (point.u[j].abs() + norms[j] * reach) * (1.0 + 1e-9) < s.l1 {
+            if (point.u[j].abs() + norms[j] * reach) * (1.0 + 1e-9) < cfg.l1 {
                 screened[j] = true;
-                if s.w[j] != 0.0 {
-                    cols.shift(j, -s.w[j], &mut s.r);
-                    s.w[j] = 0.0;
-                }
+                s.zero(j);
             }
         }
         // The working set (module docs), grown when the last inner solve did not halve the gap.
-        let support = (0..d).filter(|&j| s.w[j] != 0.0).count();
+        let w = s.model();
+        let support = (0..d).filter(|&j| w[j] != 0.0).count();
         let mut size = WS_MIN.max(2 * support);
         if c.gap > 0.5 * last_gap {
             size = size.max(2 * ws_size);
         }
         last_gap = c.gap;
-        let mut slots = working_set(&s.w, &point.u, &norms, &screened, s.l1, size);
+        let mut slots = working_set(w, &point.u, &norms, &screened, cfg.l1, size);
         ws_size = slots.len();
         slots.extend(intercept);
-        s.inner(&slots, INNER_TOL * c.gap, &mut ctx.clock, total, &mut history);
+        s.inner(&slots, INNER_TOL * c.gap, &mut ctx.clock, total);
     };
     let c = point.certificate;
     let mut alpha = vec![0.0; problem.n()];
-    for ((&i, t), root) in cols.kept.iter().zip(&point.t).zip(&cols.root) {
-        alpha[i as usize] = t / root;
+    for (&i, theta) in cols.kept.iter().zip(&point.theta) {
+        alpha[i as usize] = *theta;
     }
     let out = Outcome {
-        w: s.w,
+        w: s.take_model(),
         alpha,
         certificate: c,
         solved_gap: c.gap,
@@ -1018,7 +1152,6 @@ fn descend<D: Rows, L: Loss>(
         outer_iterations: outer,
     };
     let left_out = screened.iter().filter(|&&z| z).count();
-    *gram = s.gram;
     Ok((out, Seed { point, l2: ctx.l2 }, left_out))
 }
 
@@ -1243,16 +1376,16 @@ mod tests {
         }
     }
 
-    /// `solver="cd"` takes the squared loss only, with a message naming the fix.
+    /// `solver="cd"` takes the smooth losses only, with a message naming the fix.
     #[test]
     fn cd_refuses_other_losses() {
         let (x, y) = toy(20, 3, true, 3);
         let view = DenseView::new(&x, 20, 3).unwrap();
-        let cfg = FitParams { loss: "logistic".into(), ..params("cd", 1e-2, 0.1, true) }.check().unwrap();
+        let cfg = FitParams { loss: "hinge".into(), ..params("cd", 1e-2, 0.1, true) }.check().unwrap();
         let p = Problem::new(&view, &y, None, cfg.loss).unwrap();
         match fit(&p, &cfg) {
             Err(SdcaError::InvalidParameter { name: "solver", message }) => {
-                assert!(message.contains("squared") && message.contains("logistic"), "{message}")
+                assert!(message.contains("logistic") && message.contains("loss=\"hinge\""), "{message}")
             }
             other => panic!("{other:?}"),
         }
