@@ -908,12 +908,14 @@ def crf_fit(
         max_sequence_length : int, optional
             Reject longer sequences.
         n_threads : int, optional
-            Threads that compute the oracles of a block of sequences in parallel. Default:
+            Threads that compute the steps' oracles in parallel (a pipeline of ``2 n_threads``
+            steps in flight). Default:
             every core (``POLARS_MAX_THREADS`` if set) in ``select``, ``group_by`` and ``over``
             (Polars calls the plugin for one group at a time); 1 for small fits and for
             queries collected on a thread of your own.
             The result depends on the seed and this number only (1 thread: the sequential
-            algorithm; more: oracles of a block computed at the block's starting weights).
+            algorithm; more: each oracle computed at the weights of the step ``2 n_threads``
+            before its own).
         n_features : int, optional
             Width of sparse features (default: largest index + 1 in the group).
         null_policy : {"raise"}

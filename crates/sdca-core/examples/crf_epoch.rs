@@ -10,7 +10,7 @@
 //! ```
 //!
 //! Arguments: prefix, timed epochs `E`, repetitions, `n_threads`, sampling, and optionally a
-//! relative gap `tol`. As in `benchmarks/crf_goals.py`, an epoch costs `(fit of 1 + E epochs -
+//! relative gap `tol` and the fit's `check_every` (default 1). As in `benchmarks/crf_goals.py`, an epoch costs `(fit of 1 + E epochs -
 //! fit of 1 epoch) / E` with `check_every = 0`, so the setup and the final certificate cancel.
 //! Prints each repetition and the median, with the certificate of the longer fit (same seed and
 //! threads: same bits). With `tol`, also one fit to that gap (`check_every = 1`): its epochs,
@@ -66,10 +66,11 @@ fn main() {
     );
 
     let tol: Option<f64> = args.get(6).map(|t| t.parse().expect("tol"));
-    let fit = |max_epochs: u32, tol: f64| -> (f64, CrfFit) {
+    let period: i64 = arg(7, "1").parse().expect("check_every");
+    let fit = |max_epochs: u32, tol: f64| -> (f64, f64, CrfFit) {
         let cfg = CrfParams {
             max_epochs: i64::from(max_epochs),
-            check_every: i64::from(tol > 0.0),
+            check_every: if tol > 0.0 { period } else { 0 },
             tol: tol.max(1e-300),
             n_threads: Some(threads),
             sampling: sampling.clone(),
@@ -77,19 +78,21 @@ fn main() {
         }
         .check()
         .expect("valid parameters");
-        let c0 = cpu_seconds();
+        let (c0, w0) = (cpu_seconds(), std::time::Instant::now());
         let f = crf_fit(&problem, &cfg).expect("fit");
-        (cpu_seconds() - c0, f)
+        (cpu_seconds() - c0, w0.elapsed().as_secs_f64(), f)
     };
-    let mut per_epoch = Vec::with_capacity(reps);
+    let (mut per_epoch, mut per_epoch_wall) = (Vec::with_capacity(reps), Vec::with_capacity(reps));
     for rep in 0..reps {
-        let (one, _) = fit(1, 0.0);
-        let (more, f) = fit(1 + epochs, 0.0);
+        let (one, one_wall, _) = fit(1, 0.0);
+        let (more, more_wall, f) = fit(1 + epochs, 0.0);
         let e = (more - one) / f64::from(epochs);
+        let e_wall = (more_wall - one_wall) / f64::from(epochs);
         per_epoch.push(e);
+        per_epoch_wall.push(e_wall);
         println!(
-            "rep {rep}: 1 epoch {one:.2} s, {} epochs {more:.2} s: {e:.3} CPU s / epoch; \
-             P {:.12} D {:.12} gap {:.3e}, line search {:.2} evals",
+            "rep {rep}: 1 epoch {one:.2} s, {} epochs {more:.2} s: {e:.3} CPU s / epoch \
+             ({e_wall:.3} wall s); P {:.12} D {:.12} gap {:.3e}, line search {:.2} evals",
             1 + epochs,
             f.primal,
             f.dual,
@@ -98,12 +101,21 @@ fn main() {
         );
     }
     per_epoch.sort_by(f64::total_cmp);
-    println!("median {:.3} CPU s / epoch", per_epoch[per_epoch.len() / 2]);
+    per_epoch_wall.sort_by(f64::total_cmp);
+    if reps > 0 {
+        println!("median {:.3} CPU s / epoch ({:.3} wall s)", per_epoch[reps / 2], per_epoch_wall[reps / 2]);
+    }
     if let Some(tol) = tol {
-        let (cpu, f) = fit(1000, tol);
+        let (cpu, wall, f) = fit(1000, tol);
         println!(
-            "fit to tol {tol:e}: {} epochs, {cpu:.2} CPU s, {:?}; P {:.12} gap {:.3e}, line search {:.2} evals",
-            f.epochs, f.status, f.primal, f.gap, f.mean_line_search_iters,
+            "fit to tol {tol:e}: {} epochs, {} checks, {cpu:.2} CPU s ({wall:.2} wall s), {:?}; P {:.12} \
+             gap {:.3e}, line search {:.2} evals",
+            f.epochs,
+            f.gap_trace.len(),
+            f.status,
+            f.primal,
+            f.gap,
+            f.mean_line_search_iters,
         );
     }
 }

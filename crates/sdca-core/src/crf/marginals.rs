@@ -25,6 +25,10 @@
 //! keeps every entry `>= 0` in floating point: `nu - mu >= -mu` and `gamma (nu - mu) >= -mu`
 //! are rounded monotonically.
 
+use std::marker::PhantomData;
+
+use rayon::prelude::*;
+
 use super::chain::Sum;
 use super::vlog::{entropy_kl, xlogx_sum};
 use crate::error::{Result, SdcaError};
@@ -168,17 +172,36 @@ fn advise_huge_pages<T>(v: &Vec<T>) {
 fn advise_huge_pages<T>(_v: &Vec<T>) {}
 
 impl Marginals {
+    #[cfg(test)]
     /// Zero-filled storage for sequences `[starts[i], starts[i+1])` (validated offsets) over `k`
     /// labels.
     pub(crate) fn new(starts: &[usize], k: usize) -> Result<Self> {
+        Self::filled(starts, k, (0.0, 0.0), false)
+    }
+
+    /// Storage as [`Self::new`] with every node entry `fill.0` and every edge entry `fill.1`,
+    /// written in parallel (on the current rayon pool) when `parallel`: the first write to a
+    /// page is where the kernel zeroes it, and on POS tagging (45 labels) the edge marginals
+    /// take 3 GB.
+    pub(crate) fn filled(starts: &[usize], k: usize, fill: (f64, f64), parallel: bool) -> Result<Self> {
         let n = starts.len() - 1;
         let node_off: Vec<usize> = starts.iter().map(|&s| s * k).collect();
         let edge_off: Vec<usize> = starts.iter().enumerate().map(|(i, &s)| (s - i) * k * k).collect();
-        let node = zeros(node_off[n])?;
-        let edge = zeros(edge_off[n])?;
+        let build = |len: usize, value: f64| -> Result<Vec<f64>> {
+            let mut v = reserve(len)?;
+            if parallel {
+                v.par_extend(rayon::iter::repeat_n(value, len));
+            } else {
+                v.resize(len, value);
+            }
+            Ok(v)
+        };
+        let node = build(node_off[n], fill.0)?;
+        let edge = build(edge_off[n], fill.1)?;
         Ok(Self { k, node, edge, node_off, edge_off })
     }
 
+    #[cfg(test)]
     /// Length `T` of sequence `i`.
     #[inline]
     pub(crate) fn len_of(&self, i: usize) -> usize {
@@ -201,6 +224,18 @@ impl Marginals {
             &mut self.node[self.node_off[i]..self.node_off[i + 1]],
             &mut self.edge[self.edge_off[i]..self.edge_off[i + 1]],
         )
+    }
+
+    /// The blocks as shared by the threads of a pipeline of steps ([`SharedBlocks`]), for as
+    /// long as the returned view lives.
+    pub(crate) fn shared(&mut self) -> SharedBlocks<'_> {
+        SharedBlocks {
+            node: self.node.as_mut_ptr(),
+            edge: self.edge.as_mut_ptr(),
+            node_off: &self.node_off,
+            edge_off: &self.edge_off,
+            _owner: PhantomData,
+        }
     }
 
     /// Node and edge marginals of the distinct sequences `ids`, in that order.
@@ -228,10 +263,71 @@ impl Marginals {
         out.into_iter().map(|(_, b)| b).collect()
     }
 
+    #[cfg(test)]
     /// `H~(mu_i)`.
     pub(crate) fn entropy(&self, i: usize) -> f64 {
         let (node, edge) = self.block(i);
         chain_entropy(self.len_of(i), self.k, node, edge)
+    }
+}
+
+/// The marginals of every sequence, shared by the threads of the pipelined parallel steps
+/// (`crf/sdca.rs`): each thread reads and writes the blocks of the sequences its tasks own, and
+/// the pipeline's schedule keeps the owners of a block apart (no two threads touch the same
+/// block unless both only read it). Borrow-checked slices cannot express "disjoint, but decided
+/// at run time, step by step", hence raw access with the schedule as the safety argument; the
+/// view holds the `&mut Marginals` it came from, so nothing else touches the storage meanwhile.
+pub(crate) struct SharedBlocks<'m> {
+    node: *mut f64,
+    edge: *mut f64,
+    node_off: &'m [usize],
+    edge_off: &'m [usize],
+    _owner: PhantomData<&'m mut [f64]>,
+}
+
+// SAFETY: the view is a `&mut` borrow of plain `f64` storage spread over threads; what may be
+// touched where is the callers' contract on `block` and `block_mut`.
+unsafe impl Send for SharedBlocks<'_> {}
+// SAFETY: as for `Send`.
+unsafe impl Sync for SharedBlocks<'_> {}
+
+impl SharedBlocks<'_> {
+    /// Node and edge marginals of sequence `i`.
+    ///
+    /// # Safety
+    ///
+    /// No thread may write block `i` while the returned slices live.
+    #[inline]
+    pub(crate) unsafe fn block(&self, i: usize) -> (&[f64], &[f64]) {
+        let (n0, n1, e0, e1) =
+            (self.node_off[i], self.node_off[i + 1], self.edge_off[i], self.edge_off[i + 1]);
+        // SAFETY: the offsets are those of the storage this view borrows (in bounds, `n0 <= n1`,
+        // `e0 <= e1`), and the caller guarantees no concurrent write to these ranges.
+        unsafe {
+            (
+                std::slice::from_raw_parts(self.node.add(n0), n1 - n0),
+                std::slice::from_raw_parts(self.edge.add(e0), e1 - e0),
+            )
+        }
+    }
+
+    /// Mutable node and edge marginals of sequence `i`.
+    ///
+    /// # Safety
+    ///
+    /// No other thread may read or write block `i` while the returned slices live.
+    #[inline]
+    #[allow(clippy::mut_from_ref)]
+    pub(crate) unsafe fn block_mut(&self, i: usize) -> (&mut [f64], &mut [f64]) {
+        let (n0, n1, e0, e1) =
+            (self.node_off[i], self.node_off[i + 1], self.edge_off[i], self.edge_off[i + 1]);
+        // SAFETY: in bounds as in `block`; the caller guarantees exclusive access to the ranges.
+        unsafe {
+            (
+                std::slice::from_raw_parts_mut(self.node.add(n0), n1 - n0),
+                std::slice::from_raw_parts_mut(self.edge.add(e0), e1 - e0),
+            )
+        }
     }
 }
 

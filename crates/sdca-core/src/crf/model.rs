@@ -435,7 +435,7 @@ impl<'a> CrfWeights<'a> {
 }
 
 /// Estimated peak bytes of a CRF fit of `problem` with `slots` concurrent steps (1 when
-/// single-threaded, `8 n_threads` otherwise): the marginals `8 (K N + K^2 (N - n))`, the weights and their work copy `16 d`, per-sequence state (gaps, entropies, offsets,
+/// single-threaded, `2 n_threads` otherwise): the marginals `8 (K N + K^2 (N - n))`, the weights and their work copy `16 d`, per-sequence state (gaps, entropies, offsets,
 /// sum tree), the per-sequence attribute index (`8` bytes per stored entry) and per slot the
 /// step's work buffers (`O(T_max K^2 + |active| K)`).
 pub fn memory_estimate<D: TokenRows>(problem: &CrfProblem<'_, D>, slots: usize) -> u64 {
@@ -474,6 +474,8 @@ pub(crate) fn memory_bytes(
         mul(&[8, max_active as u128, k]),
         mul(&[24, k]),
         mul(&[8, k, k]),
+        // The transitions at the weights of the slot's scores (parallel pipeline).
+        mul(&[24, k, k]),
     ]
     .iter()
     .fold(0u128, |acc, &x| acc.saturating_add(x));
@@ -485,8 +487,8 @@ pub(crate) fn memory_bytes(
         mul(&[16, a, k]),
         mul(&[48, k]),
         mul(&[16, k, k]),
-        // Per sequence: gaps, entropies, offsets, block gaps, sum tree, marks.
-        mul(&[65, ns + 1]),
+        // Per sequence: gaps, entropies, offsets, block gaps, sum tree.
+        mul(&[64, ns + 1]),
         mul(&[16, ns.max(1).next_power_of_two()]),
         // Attribute index: a position per stored entry, active sets, and the map building it.
         mul(&[8, entries as u128]),
