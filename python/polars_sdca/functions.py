@@ -245,9 +245,10 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
         solver : {"auto", "sdca", "accelerated", "pdprox", "newton", "cd"}
             Solver (default "auto": "newton" for a ridge problem (``l1 = 0``, ``l2 > 0``)
             with at most 31 features and loss "logistic", "squared", "squared_hinge",
-            "smooth_hinge" or "multinomial", unless ``sampling="gap"``; "cd" for the squared loss with
-            ``l1 > 0`` when ``l2 = 0`` (the Lasso), there are at least as many features
-            as rows, or ``R^2 / l2 > 10 n``; else accelerated Prox-SDCA when
+            "smooth_hinge" or "multinomial", unless ``sampling="gap"``; "cd" for the losses
+            "squared", "logistic", "squared_hinge" and "smooth_hinge" with ``l1 > 0`` when
+            ``l2 = 0`` (the Lasso, L1-logistic) or there are at least as many features as rows,
+            and for "squared" also when ``R^2 / l2 > 10 n``; else accelerated Prox-SDCA when
             ``R^2 / (gamma l2) > 10 n`` for a ``1/gamma``-smooth loss, plain (Prox-)SDCA
             otherwise). The model's ``solver`` field says which ran. "newton" is damped
             Newton on the primal for those losses and ridge problems (at most 512
@@ -256,9 +257,11 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
             "multinomial" it is Newton-CG (no feature limit): each iteration's passes are a
             gradient, a block preconditioner and Hessian-vector products; the duals are the
             softmax probabilities matched to the model.
-            "cd" is cyclic coordinate descent on the primal for the squared loss
-            (``l2 = 0`` allowed, solved as it is) with dynamic Gap Safe screening: the
-            model's duals are matched to its scores, the gap is certified the same way.
+            "cd" is cyclic coordinate descent on the primal over working sets (``l2 = 0``
+            allowed, solved as it is) with dynamic Gap Safe screening; for the other smooth
+            losses each outer step is a proximal Newton step (newGLMNET: a weighted Lasso
+            solved by coordinate descent, then a line search). The model's duals are matched
+            to its scores, the gap is certified the same way.
             "pdprox" is the primal-dual prox method for a
             non-smooth loss with a non-smooth penalty (losses "hinge", "absolute",
             "epsilon_insensitive", "quantile"; ``l2 = 0`` allowed; group penalties); each
