@@ -32,10 +32,13 @@ from polars_sdca.sklearn import SDCAClassifier, SDCAClassifierCV, SDCARegressor,
 # data the repeated and the weighted rows pick different pairs (one ratio does too on random
 # data like the check's: l1_ratio=0.5 alone picked alpha 0.041 weighted, 0.0088 repeated): they are
 # expected failures there (strict: they must fail), as scikit-learn marks them for its CV
-# estimators.
+# estimators. The classifier's L1 grid (``Cs=None``) with ratios [0.5, 1.0] is the exception
+# since its ``l2 = 0`` fits run proximal Newton (4e12639): repeated and weighted rows pick the
+# same pair there, dense and sparse.
 def _expected_failures(estimator: Any) -> dict[str, str]:
     ratios = getattr(estimator, "l1_ratios", None) or estimator.l1_ratio
-    if isinstance(ratios, list) and len(ratios) > 1:
+    l1_grid_classifier = isinstance(estimator, SDCAClassifierCV) and estimator.Cs is None
+    if isinstance(ratios, list) and len(ratios) > 1 and not l1_grid_classifier:
         why = "repeated rows move between folds unlike weighted ones: another (l1_ratio, l1) pair"
         return {f"check_sample_weight_equivalence_on_{kind}_data": why for kind in ("dense", "sparse")}
     return {}
