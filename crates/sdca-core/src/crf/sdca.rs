@@ -939,6 +939,13 @@ fn dual_of(books: &Books, n: f64, lambda: f64) -> f64 {
     books.entropy_sum / n - 0.5 * lambda * books.wn2
 }
 
+/// Whether the running estimate of the gap (the mean stored block gap) says `tol` may be met:
+/// the trigger of an early check, asked by the driver after every step.
+fn estimate_meets(books: &Books, n: f64, lambda: f64, tol: f64) -> bool {
+    let estimate = books.sampler.total() / n;
+    estimate <= tol * (dual_of(books, n, lambda) + estimate).max(f64::MIN_POSITIVE)
+}
+
 /// The solver state: dual marginals, the primal `w = w^(mu)`, and work buffers.
 #[derive(Clone)]
 struct State<'p, 'a, D: TokenRows> {
@@ -1193,6 +1200,7 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
         made
     }
 
+    #[cfg(test)]
     /// `D` from the incrementally kept entropies and `||w||^2`.
     fn dual_estimate(&self) -> f64 {
         dual_of(&self.books, self.n as f64, self.lambda)
@@ -1304,10 +1312,8 @@ fn drive<D: TokenRows>(
             let mut halt = |books: &Books, made: u64| {
                 clock.add_pass(1.0 / nf);
                 let now = base + made;
-                let estimate = books.sampler.total() / nf;
                 let since = last_check.map_or(now, |(s, _)| now - s);
-                let dual = dual_of(books, nf, lambda);
-                (since >= spacing && estimate <= cfg.tol * (dual + estimate).max(f64::MIN_POSITIVE))
+                (since >= spacing && estimate_meets(books, nf, lambda, cfg.tol))
                     || (period > 0 && now >= next_periodic)
                     || clock.out_of_time()
             };
@@ -1319,10 +1325,8 @@ fn drive<D: TokenRows>(
             1
         };
         steps += made;
-        let estimate = state.books.sampler.total() / n as f64;
         let since = last_check.map_or(steps, |(s, _)| steps - s);
-        let mut check = since >= spacing
-            && estimate <= cfg.tol * (state.dual_estimate() + estimate).max(f64::MIN_POSITIVE);
+        let mut check = since >= spacing && estimate_meets(&state.books, n as f64, state.lambda, cfg.tol);
         if period > 0 && steps >= next_periodic {
             while next_periodic <= steps {
                 next_periodic += period;
