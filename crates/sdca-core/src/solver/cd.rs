@@ -41,13 +41,29 @@
 //! point, the extrapolated point of the last inner solve and the best earlier point, over every
 //! feature not screened (the screened ones are zero at the optimum, so that problem's optimum is
 //! the full one's and its gap bounds the same suboptimality); the certificate a fit returns is
-//! recomputed over every feature, so it never rests on the screening (should it then miss `tol`,
-//! the fit goes on without screening).
+//! over every feature ("Completing the certificate" below), so it never rests on the screening
+//! (should it then miss `tol`, the fit goes on without screening).
 //!
 //! Dynamic screening: `D` is `(1/n)`-strongly concave in `sum_i t_i^2` (the squared loss is
 //! 1-smooth), so `|u_j - u*_j| <= ||x_j||_s sqrt(2 G / n)`, and a feature with
 //! `|u_j| + ||x_j||_s sqrt(2 G / n) < l1` is zero at the optimum: it is set to zero and leaves
 //! the fit.
+//!
+//! # Completing the certificate
+//!
+//! The full certificate needs `u_j` of the screened features too, which cost a pass over their
+//! columns at every fit's end: on the dense Lasso path (200 x 5,000) that was 28% of the entries
+//! visited. Most of them need no product: `u` is linear in `t`, so `|u_j(t)| <= |u_j(t_A)| +
+//! ||x_j||_s ||t - t_A|| / n` for the fit's first dual point `t_A` (its anchor, whose `u` is over
+//! every feature), plus the products' rounding (`n eps ||x_j|| ||t_A|| / n`). A feature whose
+//! bound is below `l1` can neither change the scaling into the box nor add to the dual (its
+//! `soft(u_j, l1)` is 0), so it keeps the bound; the others are computed. The certificate is the
+//! one a full pass would give, bit for bit. The bounds carry into the next fit of a path as
+//! upper bounds of `|u_j|` ("loose" entries of its first point): wherever one could change a
+//! decision there (the scaling, or a Gap Safe test it fails), its exact `u_j` is computed first,
+//! so every decision (scaling, screening, working sets) and every certificate is the one of
+//! exact products. Measured on the dense Lasso path: entries visited 3.18e8 -> 2.57e8, CPU
+//! 0.345 -> 0.295 s (medians of 6), the same 220 outer iterations and objectives.
 //!
 //! # Working sets (celer)
 //!
@@ -435,22 +451,63 @@ impl Columns {
         Point { theta, u, u_c, certificate: Certificate { primal, dual: dual.min(primal), gap } }
     }
 
-    /// `point` (computed over some features) completed over the features `rest` (the others'
-    /// `u` are kept) and certified over `every` feature: a pass over the columns of `rest`.
+    /// `point` certified over `every` feature, its `u` completed over the features `rest` (those
+    /// it lacks, or holds only a bound of) from the fit's `anchor` (module docs, "Completing the
+    /// certificate"): a feature whose bound proves `|u_j| < l1` keeps the bound, the others are
+    /// computed. Returns the point, which features kept a bound, and the stored entries read
+    /// (the columns computed, plus the rows for the distance to the anchor).
+    #[allow(clippy::too_many_arguments)]
     fn complete<L: Loss>(
         &self,
         loss: L,
         mut point: Point,
         rest: &[usize],
+        anchor: &Anchor,
         every: &[usize],
         penalty: (f64, f64),
         nf: f64,
-    ) -> Point {
+    ) -> (Point, Vec<bool>, usize) {
         let t = self.scaled(&point.theta);
+        let dist = t.iter().zip(&anchor.t).map(|(a, b)| (a - b) * (a - b)).sum::<f64>().sqrt() / nf;
+        // The rounding of the anchor's products: |fl(x . t) - x . t| <= n eps ||x|| ||t||.
+        let slack = nf * f64::EPSILON * anchor.t.iter().map(|v| v * v).sum::<f64>().sqrt() / nf;
+        let mut loose = vec![false; every.len()];
+        let mut visited = 2 * t.len();
         for &j in rest {
-            point.u[j] = self.grad(j, &t, nf);
+            let norm = (self.h[j] * nf).sqrt();
+            let bound = (anchor.u[j].abs() + norm * (dist + slack)) * (1.0 + 1e-9);
+            if bound < penalty.0 {
+                (point.u[j], loose[j]) = (bound, true);
+            } else {
+                point.u[j] = self.grad(j, &t, nf);
+                visited += self.len(j);
+            }
         }
-        self.finish(loss, point.theta, point.u, point.u_c, every, point.certificate.primal, penalty, nf)
+        let point =
+            self.finish(loss, point.theta, point.u, point.u_c, every, point.certificate.primal, penalty, nf);
+        (point, loose, visited)
+    }
+
+    /// The exact `u_j` of `point`'s duals for each feature `j` whose entry is only a bound
+    /// (`loose`) and `needed(j, bound)`; those are no longer loose. Returns the entries read.
+    fn sharpen(
+        &self,
+        point: &mut Point,
+        loose: &mut [bool],
+        needed: impl Fn(usize, f64) -> bool,
+        nf: f64,
+    ) -> usize {
+        let mut t: Option<Vec<f64>> = None;
+        let mut visited = 0;
+        for (j, loose) in loose.iter_mut().enumerate() {
+            if *loose && needed(j, point.u[j]) {
+                let t = t.get_or_insert_with(|| self.scaled(&point.theta));
+                point.u[j] = self.grad(j, t, nf);
+                *loose = false;
+                visited += self.len(j);
+            }
+        }
+        visited
     }
 
     /// Stored entries of the columns `scope`.
@@ -999,6 +1056,18 @@ pub(crate) struct Shared {
 struct Seed {
     point: Point,
     l2: f64,
+    /// The features whose `u` is an upper bound of `|u_j|` (module docs, "Completing the
+    /// certificate").
+    loose: Vec<bool>,
+}
+
+/// A fit's first dual point, whose `u` is over every feature (exact, or an upper bound of `|u_j|`
+/// where `loose`), with its scaled duals `t`: the reference of the bounds that complete the
+/// certificate (module docs, "Completing the certificate").
+struct Anchor {
+    t: Vec<f64>,
+    u: Vec<f64>,
+    loose: Vec<bool>,
 }
 
 impl Shared {
@@ -1060,18 +1129,40 @@ fn descend<D: Rows, L: Loss>(
     let mut outer = 0u32;
     let mut best: Option<Point> = None;
     let (mut ws_size, mut last_gap) = (0usize, f64::INFINITY);
-    let mut seed = seed.map(|s| s.point);
+    // The seed's features whose u is only a bound, and this fit's anchor (its first point).
+    let (mut seed, mut loose) = match seed {
+        Some(s) => (Some(s.point), s.loose),
+        None => (None, vec![false; d]),
+    };
+    let mut anchor: Option<Anchor> = None;
     let penalty = (cfg.l1, ctx.l2);
     // The sphere test's radius per unit of sqrt(gap): the dual is (gamma / n)-strongly concave
     // in sum_i t_i^2 for a (1 / gamma)-smooth loss (screen.rs).
     let gamma = loss.smoothness();
+    // The sphere's radius per unit of a column's norm, with the rounding of the gap added, and
+    // whether the test proves a feature zero at the optimum.
+    let reach = |c: &Certificate| {
+        ((2.0 * c.gap + 8.0 * f64::EPSILON * (c.primal.abs() + c.dual.abs())) / (gamma * nf)).sqrt()
+    };
+    let safe = |u: f64, norm: f64, reach: f64| (u.abs() + norm * reach) * (1.0 + 1e-9) < cfg.l1;
     let (status, point) = loop {
         outer += 1;
         ctx.clock.add_pass(s.refresh() as f64 / total);
         let scope: Vec<usize> = (0..d).filter(|&j| !screened[j]).collect();
         let point = match seed.take() {
-            // Its u is over every feature, and nothing is screened yet.
-            Some(p) => cols.finish(loss, p.theta, p.u, p.u_c, &every, s.primal(), penalty, nf),
+            // Its u is over every feature, and nothing is screened yet; the features it only
+            // bounds get their exact u where the bound could change a decision (module docs).
+            Some(mut p) => {
+                let top = (0..d).filter(|&j| !loose[j]).fold(0.0f64, |m, j| m.max(p.u[j].abs()));
+                let into = if penalty.1 == 0.0 { top.max(cfg.l1) } else { cfg.l1 };
+                let visited = cols.sharpen(&mut p, &mut loose, |_, bound| bound >= into, nf);
+                let mut p = cols.finish(loss, p.theta, p.u, p.u_c, &every, s.primal(), penalty, nf);
+                let reach = if screening { reach(&p.certificate) } else { f64::INFINITY };
+                let kept = |j: usize, bound: f64| !safe(bound, norms[j], reach);
+                let visited = visited + cols.sharpen(&mut p, &mut loose, kept, nf);
+                ctx.clock.add_pass(visited as f64 / total);
+                p
+            }
             None => {
                 let (point, visited) = s.check(&scope);
                 ctx.clock.add_pass(visited as f64 / total);
@@ -1082,6 +1173,12 @@ fn descend<D: Rows, L: Loss>(
         if !primal.is_finite() {
             return Err(SdcaError::NonFiniteResult { what: "the coordinate descent iterate's objective" });
         }
+        // The first point's u is over every feature (nothing is screened yet).
+        let anchor = anchor.get_or_insert_with(|| Anchor {
+            t: cols.scaled(&point.theta),
+            u: point.u.clone(),
+            loose: std::mem::take(&mut loose),
+        });
         // The best dual point so far (every one stays feasible).
         let point = better(point, best.take());
         best = Some(point.clone());
@@ -1093,14 +1190,16 @@ fn descend<D: Rows, L: Loss>(
         let late = ctx.clock.out_of_time();
         if met || late || ctx.clock.remaining() == 0 {
             // The certificate returned is over every feature (module docs): the point's u
-            // completed over the screened ones.
-            let full = if scope.len() < d {
-                let rest: Vec<usize> = (0..d).filter(|&j| screened[j]).collect();
-                ctx.clock.add_pass(cols.entries(&rest) as f64 / total);
-                cols.complete(loss, point, &rest, &every, penalty, nf)
+            // completed over the screened features and those the anchor only bounds.
+            let rest: Vec<usize> = (0..d).filter(|&j| screened[j] || anchor.loose[j]).collect();
+            let (full, bounded) = if rest.is_empty() {
+                (point, vec![false; d])
             } else {
-                point
+                let (full, bounded, visited) = cols.complete(loss, point, &rest, anchor, &every, penalty, nf);
+                ctx.clock.add_pass(visited as f64 / total);
+                (full, bounded)
             };
+            loose = bounded;
             gap_trace.push(full.certificate.gap);
             if ctx.judge.met(&full.certificate) {
                 break (Status::Converged, full);
@@ -1114,11 +1213,10 @@ fn descend<D: Rows, L: Loss>(
             continue;
         }
         gap_trace.push(c.gap);
-        // Dynamic Gap Safe screening (module docs), with the rounding of the gap added.
-        let reach =
-            ((2.0 * c.gap + 8.0 * f64::EPSILON * (c.primal.abs() + c.dual.abs())) / (gamma * nf)).sqrt();
+        // Dynamic Gap Safe screening (module docs).
+        let reach = reach(&c);
         for j in scope.iter().copied().filter(|_| screening) {
-            if (point.u[j].abs() + norms[j] * reach) * (1.0 + 1e-9) < cfg.l1 {
+            if safe(point.u[j], norms[j], reach) {
                 screened[j] = true;
                 s.zero(j);
             }
@@ -1152,7 +1250,7 @@ fn descend<D: Rows, L: Loss>(
         outer_iterations: outer,
     };
     let left_out = screened.iter().filter(|&&z| z).count();
-    Ok((out, Seed { point, l2: ctx.l2 }, left_out))
+    Ok((out, Seed { point, l2: ctx.l2, loose }, left_out))
 }
 
 #[cfg(test)]
@@ -1260,6 +1358,86 @@ mod tests {
             assert!((ca.primal - cb.primal).abs() <= ca.gap + cb.gap + 1e-14 * cb.primal, "value {k}");
         }
         assert!(on.fits.last().unwrap().coef.iter().filter(|v| **v != 0.0).count() >= 12);
+    }
+
+    /// Along a screened path (squared and logistic, Lasso and elastic net, with an intercept and
+    /// weights with zeros, dense and CSR), the certificate of every fit is the one of its
+    /// returned duals recomputed over every feature (feasible, the same dual), although the
+    /// completions keep bounds instead of products for many screened features; and the path's
+    /// objectives agree with those of a path without screening within the gaps.
+    #[test]
+    fn bounded_completions_certify_over_every_feature() {
+        use crate::solver::testing::weights_with_zeros;
+        let (n, d) = (80, 400);
+        let (mut x, t) = toy(n, d, false, 21);
+        let dense = x.clone();
+        x.iter_mut().filter(|v| v.abs() < 0.4).for_each(|v| *v = 0.0);
+        let (indptr, indices, values) = csr_of(&x, n, d);
+        let csr = CsrView::new(&indptr, &indices, &values, d).unwrap();
+        let dense = DenseView::new(&dense, n, d).unwrap();
+        let weights = weights_with_zeros(n);
+        let labels: Vec<f64> = t.iter().map(|v| if *v > 0.5 { 1.0 } else { -1.0 }).collect();
+        let mut kept = 0;
+        for (loss, y, l2) in [
+            ("squared", &t, 0.0),
+            ("squared", &t, 1e-3),
+            ("logistic", &labels, 0.0),
+            ("logistic", &labels, 1e-3),
+        ] {
+            let base = FitParams { loss: loss.into(), tol: 1e-9, ..params("cd", l2, 1.0, true) };
+            let case = format!("{loss} l2 {l2}");
+            kept += screened_path(
+                &Problem::new(&dense, y, Some(&weights), base.check().unwrap().loss).unwrap(),
+                &base,
+                &case,
+            );
+            kept += screened_path(
+                &Problem::new(&csr, y, Some(&weights), base.check().unwrap().loss).unwrap(),
+                &base,
+                &case,
+            );
+        }
+        assert!(kept > 1000, "the completions kept {kept} bounds");
+    }
+
+    /// [`bounded_completions_certify_over_every_feature`] on one problem: a 25-value path with
+    /// and without screening; returns the bounds the screened path's completions kept.
+    fn screened_path<D: crate::data::Rows>(p: &Problem<'_, D>, base: &FitParams, case: &str) -> usize {
+        use super::{fit_shared, Shared};
+        use crate::solver::testing::certify_l1;
+        let mut kept = 0;
+        let mut run = |screening: bool| {
+            let cfg = base.check().unwrap();
+            let mut shared = Shared::of(p, cfg.intercept_scaling).unwrap();
+            let mut warm: Option<crate::solver::FitResult> = None;
+            let mut out = Vec::new();
+            for k in 0..25 {
+                let l1 = 0.05 * 0.85f64.powi(k);
+                let cfg = FitParams { l1, ..base.clone() }.check().unwrap();
+                let start = warm.as_ref().map(Warm::from);
+                let (r, _, _) = fit_shared(p, &cfg, start.as_ref(), &mut shared, screening).unwrap();
+                let case = format!("{case} l1 {l1} screening {screening}");
+                assert!(r.converged(), "{case}: {r:?}");
+                let (primal, dual) = certify_l1(p, &cfg, &r);
+                let c = r.certificate;
+                assert!((primal - c.primal).abs() <= 1e-12 * primal.abs(), "{case}: {primal} {c:?}");
+                assert!((dual - c.dual).abs() <= 1e-11 * primal.abs(), "{case}: {dual} {c:?}");
+                if screening {
+                    kept += shared.seed.as_ref().map_or(0, |s| s.loose.iter().filter(|&&b| b).count());
+                }
+                out.push(c);
+                warm = Some(r);
+            }
+            out
+        };
+        let (on, off) = (run(true), run(false));
+        for (a, b) in on.iter().zip(&off) {
+            assert!(
+                (a.primal - b.primal).abs() <= a.gap + b.gap + 1e-13 * b.primal.abs(),
+                "{case}: {a:?} {b:?}"
+            );
+        }
+        kept
     }
 
     /// The anytime moves (Anderson extrapolation, the sign-fixed Newton step) are taken only

@@ -334,6 +334,47 @@ pub(crate) mod testing {
         (indptr, indices, values)
     }
 
+    /// `(P, D)` of an L1 / elastic-net fit of a scalar loss recomputed from its model and duals
+    /// alone (DESIGN.md section 3 and the dual of `screen.rs`), after checking that the duals
+    /// are feasible for `l2 = 0` (the box `|u_j| <= l1`, and `sum_i s_i alpha_i = 0` with an
+    /// intercept).
+    pub fn certify_l1<D: Rows>(
+        p: &super::Problem<'_, D>,
+        cfg: &crate::config::FitConfig,
+        r: &super::FitResult,
+    ) -> (f64, f64) {
+        use crate::loss::{with_scalar_loss, Loss};
+        use crate::reg::soft_threshold;
+        let (n, d, bias) = (p.n(), p.x.n_cols(), cfg.intercept_scaling);
+        let nf = n as f64;
+        let b = r.intercept.first().copied().unwrap_or(0.0);
+        let c = if bias > 0.0 { b / bias } else { 0.0 };
+        with_scalar_loss!(cfg.loss, |loss| {
+            let (mut data, mut conj, mut u, mut sum, mut size) = (0.0, 0.0, vec![0.0; d], 0.0, 0.0);
+            for i in (0..n).filter(|&i| p.weight(i) > 0.0) {
+                let (s, a) = (p.weight(i), p.x.dot(i, &r.coef) + b);
+                data += s * Loss::value(&loss, a, p.y[i]);
+                conj += s * Loss::conj_neg(&loss, r.alpha[i], p.y[i]);
+                p.x.for_each_nz(i, |j, v| u[j] += s * r.alpha[i] * v / nf);
+                sum += s * r.alpha[i];
+                size += s * r.alpha[i].abs();
+            }
+            let sq = r.coef.iter().map(|w| w * w).sum::<f64>() + c * c;
+            let primal = data / nf + cfg.l1 * r.coef.iter().map(|w| w.abs()).sum::<f64>() + 0.5 * cfg.l2 * sq;
+            let u_c = bias * sum / nf;
+            let dual = if cfg.l2 == 0.0 {
+                assert!(u.iter().all(|u| u.abs() <= cfg.l1 * (1.0 + 1e-12)), "outside the box");
+                assert!(bias == 0.0 || sum.abs() <= 1e-12 * size, "unbalanced: {sum} of {size}");
+                -conj / nf
+            } else {
+                let w2: f64 = u.iter().map(|&u| (soft_threshold(u, cfg.l1) / cfg.l2).powi(2)).sum::<f64>()
+                    + (u_c / cfg.l2).powi(2);
+                -conj / nf - 0.5 * cfg.l2 * w2
+            };
+            (primal, dual)
+        }, multiclass => unreachable!())
+    }
+
     /// A deterministic stream of numbers in `[-1, 1)` (xorshift), the same for a given `seed`.
     pub fn uniform(seed: u64) -> impl FnMut() -> f64 {
         let mut state = 0x2545F4914F6CDD1Du64 ^ seed.wrapping_mul(0x9E3779B97F4A7C15);
