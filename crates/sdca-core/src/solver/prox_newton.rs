@@ -110,6 +110,9 @@ pub(super) struct ProxNewton<'c, L: Loss> {
     xd: Vec<f64>,
     touched: Vec<u32>,
     listed: Vec<bool>,
+    /// Scratch: the per-row terms at the line search's last trial point, one per touched row in
+    /// `touched`'s order (the next step's terms when the trial is taken).
+    trial: Vec<crate::loss::Matched>,
 }
 
 impl<'c, L: Loss> ProxNewton<'c, L> {
@@ -134,6 +137,7 @@ impl<'c, L: Loss> ProxNewton<'c, L> {
             xd: zeros(m)?,
             touched: Vec::new(),
             listed: zeros(m)?,
+            trial: Vec::new(),
         })
     }
 
@@ -141,15 +145,19 @@ impl<'c, L: Loss> ProxNewton<'c, L> {
     /// loss, [`Loss::matched`]); returns the rows visited.
     fn derive(&mut self) -> usize {
         let cols = self.cols;
-        let mut data = 0.0;
         for k in 0..self.z.len() {
             let m = self.loss.matched(self.z[k] / cols.root[k], cols.label[k]);
             (self.theta[k], self.curvature[k], self.value[k]) = (m.alpha, m.curvature, m.value);
-            data += cols.weight[k] * m.value;
         }
+        self.sum_data();
+        self.z.len()
+    }
+
+    /// `data` from the per-row values, which are now those of `z`.
+    fn sum_data(&mut self) {
+        let data: f64 = self.value.iter().zip(&self.cols.weight).map(|(v, s)| s * v).sum();
         self.data = data / self.nf;
         self.stale = false;
-        self.z.len()
     }
 
     /// The L1 weight of slot `j` (0 for the intercept's).
@@ -221,6 +229,7 @@ impl<'c, L: Loss> ProxNewton<'c, L> {
         let cols = self.cols;
         let mut visited = 0;
         self.touched.clear();
+        self.trial.clear();
         for (&j, &dj) in slots.iter().zip(d).filter(|(_, &dj)| dj != 0.0) {
             let (xd, listed, touched) = (&mut self.xd, &mut self.listed, &mut self.touched);
             cols.for_each(j, |k, v| {
@@ -247,18 +256,17 @@ impl<'c, L: Loss> ProxNewton<'c, L> {
         // A decrease the objective's rounding hides: the full step, unchecked (module docs).
         let mut taken = delta.abs() <= UNRESOLVED * self.primal();
         for _ in 0..HALVINGS.min(if delta < 0.0 && !taken { HALVINGS } else { 0 }) {
-            let change: f64 = self
-                .touched
-                .iter()
-                .map(|&k| {
-                    let k = k as usize;
-                    let a = (self.z[k] + t * self.xd[k]) / cols.root[k];
-                    cols.weight[k] * (self.loss.value(a, cols.label[k]) - self.value[k])
-                })
-                .sum::<f64>()
-                / self.nf
-                + self.penalty(slots, d, t)
-                - base;
+            // The trial's per-row terms in full (the matched dual and curvature cost no `exp`
+            // or `ln` beyond its value's): when it is taken, they are the next step's.
+            self.trial.clear();
+            let mut change = 0.0;
+            for &k in &self.touched {
+                let k = k as usize;
+                let m = self.loss.matched((self.z[k] + t * self.xd[k]) / cols.root[k], cols.label[k]);
+                change += cols.weight[k] * (m.value - self.value[k]);
+                self.trial.push(m);
+            }
+            let change = change / self.nf + self.penalty(slots, d, t) - base;
             visited += self.touched.len();
             if change <= SIGMA * t * delta {
                 taken = true;
@@ -266,10 +274,17 @@ impl<'c, L: Loss> ProxNewton<'c, L> {
             }
             t *= 0.5;
         }
-        for &k in &self.touched {
+        // The terms of the last trial are those of the point taken, unless the step was taken
+        // unchecked (no trial) or not at all.
+        let tried = taken && !self.trial.is_empty();
+        for (a, &k) in self.touched.iter().enumerate() {
             let k = k as usize;
             if taken {
                 self.z[k] += t * self.xd[k];
+            }
+            if tried {
+                let m = &self.trial[a];
+                (self.theta[k], self.curvature[k], self.value[k]) = (m.alpha, m.curvature, m.value);
             }
             self.xd[k] = 0.0;
             self.listed[k] = false;
@@ -278,7 +293,11 @@ impl<'c, L: Loss> ProxNewton<'c, L> {
             for (&j, &dj) in slots.iter().zip(d) {
                 self.w[j] += t * dj;
             }
-            self.stale = true;
+            if tried {
+                self.sum_data();
+            } else {
+                self.stale = true;
+            }
         }
         (taken, visited)
     }
@@ -350,7 +369,9 @@ impl<L: Loss> Primal for ProxNewton<'_, L> {
             if !taken {
                 return;
             }
-            clock.add_pass(self.derive() as f64 / total);
+            if self.stale {
+                clock.add_pass(self.derive() as f64 / total);
+            }
             let (point, visited) = self.check(&scope);
             clock.add_pass(visited as f64 / total);
             if point.certificate.gap <= tol || clock.remaining() == 0 || clock.out_of_time() {
