@@ -104,6 +104,10 @@ const UNRESOLVED: f64 = 1e-12;
 /// The least curvature of a coordinate, times its plain `h_j` (newGLMNET adds `nu = 1e-12`).
 const FLOOR: f64 = 1e-4;
 
+/// A step's quadratic model over `m` slots: its weighted Gram matrix (row-major, `m x m`) and
+/// its gradient at `w` ([`ProxNewton::gram`]).
+type Model = (Vec<f64>, Vec<f64>);
+
 /// The state of proximal Newton over the columns `cols` (module docs).
 pub(super) struct ProxNewton<'c, L: Loss> {
     cols: &'c Columns,
@@ -276,7 +280,7 @@ impl<'c, L: Loss> ProxNewton<'c, L> {
     /// gradient at `w`, `g_a = (1/n) sum_i x~_ia q_i`, built from the slots' entries grouped by
     /// row, or `None` when its pairs and terms would exceed [`GRAM_SWEEPS`] times the slots'
     /// entries (module docs). Also returns the work done, in entries.
-    fn gram(&mut self, slots: &[usize]) -> (Option<(Vec<f64>, Vec<f64>)>, usize) {
+    fn gram(&mut self, slots: &[usize]) -> (Option<Model>, usize) {
         let cols = self.cols;
         let (m, entries) = (slots.len(), cols.entries(slots));
         if m * m > GRAM_SWEEPS * entries {
@@ -677,50 +681,6 @@ mod tests {
             }
         }
         assert!(removed > 100, "removed {removed}");
-    }
-
-    /// The weighted Gram matrix and gradient of a step's model, built from the entries grouped
-    /// by row (CSR with an intercept, weights with zeros), equal the column products the sweeps
-    /// over the columns use, within rounding; on dense columns of many slots it is not built.
-    #[test]
-    fn gram_matches_the_column_products() {
-        let (n, d) = (80, 30);
-        let (mut x, y) = toy(n, d, true, 11);
-        let dense = x.clone();
-        x.iter_mut().filter(|v| v.abs() < 0.8).for_each(|v| *v = 0.0);
-        let (indptr, indices, values) = csr_of(&x, n, d);
-        let view = CsrView::new(&indptr, &indices, &values, d).unwrap();
-        let weights = weights_with_zeros(n);
-        let p = Problem::new(&view, &y, Some(&weights), crate::loss::LossKind::Logistic).unwrap();
-        let cols = Columns::of(&p, 1.0).unwrap();
-        let nf = n as f64;
-        let w: Vec<f64> =
-            (0..=d).map(|j| if j % 3 == 0 { 0.1 * (j as f64 - 12.0) / 12.0 } else { 0.0 }).collect();
-        let mut s = ProxNewton::new(&cols, crate::loss::Logistic, (0.01, 0.0), nf, w).unwrap();
-        s.refresh();
-        let slots: Vec<usize> = (0..d).step_by(2).chain([d]).collect();
-        for ((q, t), r) in s.q.iter_mut().zip(&s.theta).zip(&cols.root) {
-            *q = -r * t;
-        }
-        let (gram, _) = s.gram(&slots);
-        let (hess, g) = gram.expect("sparse columns: the Gram matrix is built");
-        let m = slots.len();
-        for (a, &j) in slots.iter().enumerate() {
-            let grad = cols.grad(j, &s.q, nf);
-            assert!((g[a] - grad).abs() <= 1e-14 * (1.0 + grad.abs()), "g {j}: {} {grad}", g[a]);
-            for (b, &k) in slots.iter().enumerate() {
-                let mut col = vec![0.0; cols.kept.len()];
-                cols.for_each(k, |i, v| col[i] = v * s.curvature[i]);
-                let want = cols.grad(j, &col, nf);
-                assert!((hess[a * m + b] - want).abs() <= 1e-14 * (1.0 + want.abs()), "H {j} {k}");
-            }
-        }
-        let dense_view = DenseView::new(&dense, n, d).unwrap();
-        let p = Problem::new(&dense_view, &y, Some(&weights), crate::loss::LossKind::Logistic).unwrap();
-        let cols = Columns::of(&p, 1.0).unwrap();
-        let mut s = ProxNewton::new(&cols, crate::loss::Logistic, (0.01, 0.0), nf, vec![0.0; d + 1]).unwrap();
-        s.refresh();
-        assert!(s.gram(&slots).0.is_none());
     }
 
     /// The same fit twice gives the same bits (no hidden state, no randomness).
