@@ -31,7 +31,10 @@
 //! the multiplier `nu` by safeguarded Newton on `sum_j p_j(nu) = 1` inside the bracket
 //! `[lse(b) - q, lse(b)]` (at `q = 0` the root is `lse(b)`; each `p_j <= 1` bounds the other
 //! side). The loss is `1/2`-smooth in the score vector (the softmax Hessian's largest eigenvalue is
-//! at most `1/2`), so `gamma = 2`.
+//! at most `1/2`), so `gamma = 2`. On Fashion-MNIST (60,000 x 784, 10 classes, `l2 = 1e-4`, no
+//! intercept, one thread) `solver="auto"` (accelerated SDCA with this step) reached
+//! `(P - P*) / P* <= 1e-6` in 24 CPU seconds (`tol = 3e-6`, the `multiclass` example, one run
+//! on a loaded machine) against 165 s for lbfgs (`tol = 1e-6`, `benchmarks/multiclass_goals.py`).
 
 use super::BlockLoss;
 use crate::math::{dot, log_sum_exp, xlogx};

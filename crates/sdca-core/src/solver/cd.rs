@@ -66,21 +66,28 @@
 //!
 //! # Sign-fixed Newton steps
 //!
-//! When the support's signs held over a whole Anderson window, the inner solve tries once the
-//! minimiser of `P` with those signs fixed (there `P` is quadratic: one Cholesky solve of the
-//! support's Gram matrix) and keeps it when it lowers `P`. Its cost, the support's size times
-//! its entries, is capped by [`NEWTON_WORK`] passes and by [`NEWTON_SHARE`] times the entries
-//! the inner solve's sweeps have visited: along a warm-started path an inner solve often needs
-//! only a few sweeps, and a step costing more than those can save no more than it costs. The
-//! Gram products depend on the columns only, so the next step computes those of the features
-//! that joined the support ([`Gram`]).
-//!
+//! When the support's signs held over the last sweep (and the step was not tried for those
+//! signs), the inner solve tries the minimiser of `P` with those signs fixed (there `P` is
+//! quadratic: one Cholesky solve of the support's Gram matrix) and keeps it when it lowers
+//! `P`; when it moved, the inner solve checks its gap at once, since on the right support the
+//! step lands on the subproblem's optimum. The Gram products depend on the columns only, so a
+//! step computes only those of the features that joined the support ([`Gram`]), each by the
+//! shorter read ([`Columns::cross`]): the support's columns, or, for a sparse input, the rows
+//! of the feature's entries. Its cost, those reads plus the factorisation's `m^3 / 3`, is
+//! capped by [`NEWTON_WORK`] passes and by [`NEWTON_SHARE`] times the entries the inner
+//! solve's sweeps have visited: along a warm-started path an inner solve often needs only a
+//! few sweeps, and a step costing more than those can save no more than it costs. On the
+//! `enet` row of `benchmarks/paths.py` (50,000 CoNLL tokens, `l2` tied to `l1`), where the
+//! inner solves used to run ten sweeps between checks, this took the path from 436 to 189
+//! million entries read; on the dense Lasso row, from 318 to 199 million.
+
 //! # Dense columns
 //!
 //! When every feature column stores every kept row (a dense input), the row indices are not
 //! stored and the column kernels read a column and the residuals side by side, eight running
 //! sums at a time, compiled for AVX2 when the CPU has it (runtime detection; the portable loop
-//! otherwise, with the same bits). A sparse input keeps the indexed loops.
+//! otherwise, with the same bits). A sparse input keeps the indexed loops, and a second copy
+//! of its entries, by row, for the Newton step's products ([`Columns::cross`]).
 //!
 //! # Paths
 //!
@@ -89,8 +96,11 @@
 //! certificate is the last fit's dual point, whose `u` is over every feature: moved into this
 //! fit's feasible set (scaled to the new box `|u_j| <= l1`: `u` is linear in `t`), it is a valid
 //! certificate without a pass over the columns, so the first working set and the first Gap
-//! Safe screening come for free, and on a fine grid that point is already close. The last
-//! Newton step's Gram products carry over too.
+//! Safe screening come for free, and on a fine grid that point is already close. Along an
+//! elastic-net path (`l2` tied to `l1`) the point carries over too: for `l2 > 0` the dual has
+//! no constraint and `u` does not depend on the penalty (on 50,000 CoNLL tokens, the `enet`
+//! row of `benchmarks/paths.py`, a pass fewer per fit: 499 to 436 million entries read). The
+//! last Newton step's Gram products carry over too.
 //!
 //! The duals returned with the model are the certificate's `theta`: `coef` is the primal
 //! iterate, equal to `w(theta)` only at the optimum.
@@ -191,6 +201,22 @@ pub(crate) struct Columns {
     pub(super) label: Vec<f64>,
     /// `h_j = (1/n) sum_i x_ij^2`, intercept slot last.
     pub(super) h: Vec<f64>,
+    /// The same entries by kept row (row `k`'s are `row_start[k]..row_start[k + 1]`), for the
+    /// products of a column with few entries ([`Self::cross`]); empty when `dense`.
+    row_start: Vec<usize>,
+    row_cols: Vec<u32>,
+    row_values: Vec<f64>,
+    /// Per column, the stored entries of the rows it has entries in: the cost of its products
+    /// read by rows; empty when `dense`.
+    row_reach: Vec<usize>,
+}
+
+/// The scratch of [`Columns::cross`]: a column made dense (zero between calls) and each
+/// feature's position among the slots (`u32::MAX` for none), filled on first use.
+#[derive(Default)]
+struct Cross {
+    dense: Vec<f64>,
+    at: Vec<u32>,
 }
 
 impl Columns {
@@ -228,6 +254,28 @@ impl Columns {
                 put(d, c * root[k]);
             }
         }
+        // The rows of a sparse input: `values`' entries again, in row order.
+        let by_row = if dense { 0 } else { nnz };
+        let mut row_start = crate::budget::with_capacity::<usize>(if dense { 0 } else { m + 1 })?;
+        let (mut row_cols, mut row_values) =
+            (crate::budget::with_capacity::<u32>(by_row)?, crate::budget::with_capacity::<f64>(by_row)?);
+        let mut row_reach = zeros::<usize>(if dense { 0 } else { d + 1 })?;
+        if !dense {
+            for (k, &i) in kept.iter().enumerate() {
+                row_start.push(row_cols.len());
+                let mut put = |j: usize, v: f64| {
+                    row_cols.push(j as u32);
+                    row_values.push(v);
+                };
+                x.for_each_nz(i as usize, |j, v| put(j, root[k] * v));
+                if c > 0.0 {
+                    put(d, c * root[k]);
+                }
+                let row = &row_cols[row_start[k]..];
+                row.iter().for_each(|&j| row_reach[j as usize] += row.len());
+            }
+            row_start.push(row_cols.len());
+        }
         let y = kept.iter().zip(&root).map(|(&i, s)| s * p.y[i as usize]).collect();
         let weight = kept.iter().map(|&i| p.weight(i as usize)).collect();
         let label = kept.iter().map(|&i| p.y[i as usize]).collect();
@@ -239,7 +287,22 @@ impl Columns {
         if h.iter().any(|h| !h.is_finite()) {
             return Err(SdcaError::NonFiniteResult { what: "a column's squared norm in coordinate descent" });
         }
-        Ok(Self { start, rows, values, dense, kept, root, y, weight, label, h })
+        Ok(Self {
+            start,
+            rows,
+            values,
+            dense,
+            kept,
+            root,
+            y,
+            weight,
+            label,
+            h,
+            row_start,
+            row_cols,
+            row_values,
+            row_reach,
+        })
     }
 
     /// The stored values of column `j`.
@@ -295,6 +358,50 @@ impl Columns {
             kernel::axpy(delta, values, &mut r[..values.len()]);
         } else {
             self.for_each(j, |k, v| r[k] += delta * v);
+        }
+    }
+
+    /// `out[a] = (1/n) sum_i x_ib x_ij` for each feature `j = slots[a]` (`nf = n`), by the
+    /// shorter read: column `b` made dense against the slots' entries, or, for a sparse input,
+    /// the rows of `b`'s entries, each scanned for the slots' features (`Cross::at`). A feature
+    /// in few rows then costs those rows' entries, not every entry of the slots' columns (some
+    /// of which may be in every row). Returns the entries visited.
+    fn cross(&self, b: usize, slots: &[usize], out: &mut [f64], scratch: &mut Cross, nf: f64) -> usize {
+        let by_columns = self.entries(slots) + 2 * self.len(b);
+        if self.cross_cost(b, self.entries(slots)) == by_columns {
+            scratch.dense.resize(self.root.len(), 0.0);
+            self.shift(b, 1.0, &mut scratch.dense);
+            for (o, &j) in out.iter_mut().zip(slots) {
+                *o = self.grad(j, &scratch.dense, nf);
+            }
+            // Back to zero exactly: (0 + v) - v = 0.
+            self.shift(b, -1.0, &mut scratch.dense);
+            return by_columns;
+        }
+        if scratch.at.is_empty() {
+            scratch.at.resize(self.h.len(), u32::MAX);
+            slots.iter().enumerate().for_each(|(a, &j)| scratch.at[j] = a as u32);
+        }
+        out.iter_mut().for_each(|o| *o = 0.0);
+        self.for_each(b, |k, v| {
+            let row = self.row_start[k]..self.row_start[k + 1];
+            for (&j, &x) in self.row_cols[row.clone()].iter().zip(&self.row_values[row]) {
+                if let Some(o) = out.get_mut(scratch.at[j as usize] as usize) {
+                    *o += v * x;
+                }
+            }
+        });
+        out.iter_mut().for_each(|o| *o /= nf);
+        self.row_reach[b] + self.len(b)
+    }
+
+    /// The entries [`Self::cross`] visits for column `b` against slots of `entries` entries.
+    fn cross_cost(&self, b: usize, entries: usize) -> usize {
+        let by_columns = entries + 2 * self.len(b);
+        if self.dense {
+            by_columns
+        } else {
+            by_columns.min(self.row_reach[b] + self.len(b))
         }
     }
 
@@ -567,6 +674,23 @@ struct Gram {
     xty: Vec<f64>,
 }
 
+impl Gram {
+    /// Each of `slots`' position in the stored slots (`None`: its products are to be
+    /// computed); both lists increase.
+    fn positions(&self, slots: &[usize]) -> Vec<Option<usize>> {
+        let mut k = 0;
+        slots
+            .iter()
+            .map(|&j| {
+                while k < self.slots.len() && self.slots[k] < j {
+                    k += 1;
+                }
+                (k < self.slots.len() && self.slots[k] == j).then_some(k)
+            })
+            .collect()
+    }
+}
+
 impl Descent<'_> {
     /// The exact minimisation over coordinate `j`; returns the decrease of `P`.
     fn update(&mut self, j: usize) -> f64 {
@@ -665,8 +789,14 @@ impl Descent<'_> {
 
     /// Moves the slots `slots` to `target` when that lowers `P` (the objective's change is
     /// computed on the rows the slots touch, in the scratch `z`, zero outside them); returns
-    /// the entries visited.
-    fn try_move(&mut self, slots: &[usize], target: &[f64], z: &mut [f64], touched: &mut Vec<u32>) -> usize {
+    /// the entries visited and whether it moved.
+    fn try_move(
+        &mut self,
+        slots: &[usize],
+        target: &[f64],
+        z: &mut [f64],
+        touched: &mut Vec<u32>,
+    ) -> (usize, bool) {
         let d = self.w.len() - 1;
         let cols = self.cols;
         touched.clear();
@@ -713,55 +843,37 @@ impl Descent<'_> {
                 self.w[j] = new;
             }
         }
-        visited
+        (visited, accept)
     }
 
     /// The minimiser of `P` over the support `slots` (features with their signs, then the
     /// intercept, increasing) with those signs fixed: there `P` is quadratic and its minimiser
     /// solves `(X_S^T X_S / n + l2 I) w_S = X_S^T y / n - l1 sign(w_S)` (scaled columns). The
-    /// products of the slots the last step shared are taken from [`Gram`]. `None` when the
-    /// system is not positive definite. Returns the entries visited too.
+    /// products of the slots the last step shared are taken from [`Gram`], the others'
+    /// computed by [`Columns::cross`]. `None` when the system is not positive definite.
+    /// Returns the entries visited too.
     fn newton(&mut self, slots: &[usize]) -> (Option<Vec<f64>>, usize) {
         let (cols, d, m) = (self.cols, self.w.len() - 1, slots.len());
         let old = std::mem::take(self.gram);
-        // Each slot's position in the last step's (both lists increase).
-        let mut at = vec![None; m];
-        let mut k = 0;
-        for (a, &j) in slots.iter().enumerate() {
-            while k < old.slots.len() && old.slots[k] < j {
-                k += 1;
-            }
-            if k < old.slots.len() && old.slots[k] == j {
-                at[a] = Some(k);
+        let (at, mo) = (old.positions(slots), old.slots.len());
+        let (mut gram, mut xty) = (vec![0.0; m * m], vec![0.0; m]);
+        for (a, p) in at.iter().enumerate().filter_map(|(a, p)| p.map(|p| (a, p))) {
+            xty[a] = old.xty[p];
+            for (b, q) in at.iter().enumerate().skip(a).filter_map(|(b, q)| q.map(|q| (b, q))) {
+                gram[a * m + b] = old.gram[p * mo + q];
             }
         }
-        let (mo, mut gram, mut xty) = (old.slots.len(), vec![0.0; m * m], vec![0.0; m]);
-        let mut dense = vec![0.0; self.r.len()];
+        // The products of each new slot with every slot (a pair of new slots once).
+        let (mut scratch, mut column) = (Cross::default(), vec![0.0; m]);
         let mut visited = 0;
-        for (a, &ja) in slots.iter().enumerate() {
-            let mut densified = false;
-            for (b, &jb) in slots.iter().enumerate().skip(a) {
-                gram[a * m + b] = match (at[a], at[b]) {
-                    (Some(p), Some(q)) => old.gram[p * mo + q],
-                    _ => {
-                        if !densified {
-                            // Column a, dense, so that its products read the others' entries only.
-                            dense.iter_mut().for_each(|v| *v = 0.0);
-                            cols.shift(ja, 1.0, &mut dense);
-                            densified = true;
-                        }
-                        visited += cols.len(jb);
-                        cols.grad(jb, &dense, self.nf)
-                    }
-                };
+        for b in (0..m).filter(|&b| at[b].is_none()) {
+            let jb = slots[b];
+            visited += cols.cross(jb, slots, &mut column, &mut scratch, self.nf);
+            for a in (0..m).filter(|&a| at[a].is_some() || a >= b) {
+                gram[a.min(b) * m + a.max(b)] = column[a];
             }
-            xty[a] = match at[a] {
-                Some(p) => old.xty[p],
-                None => {
-                    visited += cols.len(ja);
-                    cols.grad(ja, &cols.y, self.nf)
-                }
-            };
+            xty[b] = cols.grad(jb, &cols.y, self.nf);
+            visited += cols.len(jb);
         }
         *self.gram = Gram { slots: slots.to_vec(), gram: gram.clone(), xty: xty.clone() };
         let mut rhs = xty;
@@ -771,6 +883,11 @@ impl Descent<'_> {
         }
         let ok = super::newton::cholesky_solve(&mut gram, m, &mut rhs);
         (ok.then_some(rhs), visited)
+    }
+
+    /// The features of `scope` in the support, each with whether its weight is positive.
+    fn signs(&self, scope: &[usize]) -> Vec<(usize, bool)> {
+        scope.iter().filter(|&&j| self.w[j] != 0.0).map(|&j| (j, self.w[j] > 0.0)).collect()
     }
 
     /// Coordinate descent over the working set `slots` (features, then the intercept) until
@@ -784,7 +901,8 @@ impl Descent<'_> {
         let (mut z, mut touched) = (vec![0.0; self.r.len()], Vec::new());
         self.history.clear();
         let mut epoch = 0u32;
-        let mut window: Vec<(usize, bool)> = Vec::new();
+        // The support's signs before the sweep, and those of the last Newton step.
+        let mut held = self.signs(&scope);
         let mut tried: Vec<(usize, bool)> = Vec::new();
         // Entries the sweeps of this solve visited: a Newton step may cost as much (module docs).
         let mut swept = 0.0;
@@ -804,31 +922,38 @@ impl Descent<'_> {
             if iterates.len() == EXTRAPOLATE + 1 {
                 if let Some(c) = anderson(&iterates) {
                     let target = combine(&iterates, &c);
-                    let visited = self.try_move(slots, &target, &mut z, &mut touched);
+                    let (visited, _) = self.try_move(slots, &target, &mut z, &mut touched);
                     clock.add_pass(visited as f64 / total);
                 }
                 iterates.clear();
-                // The support's signs held over the window: try the sign-fixed minimiser once.
-                let signs: Vec<(usize, bool)> =
-                    scope.iter().filter(|&&j| self.w[j] != 0.0).map(|&j| (j, self.w[j] > 0.0)).collect();
+            }
+            // The support's signs held over the sweep: try the sign-fixed minimiser once, and
+            // when it moves, check at once (module docs).
+            let signs = self.signs(&scope);
+            let mut moved = false;
+            if signs == held && signs != tried {
                 let support: Vec<usize> =
                     signs.iter().map(|&(j, _)| j).chain(slots.iter().copied().filter(|&j| j == d)).collect();
-                let cost = (support.len() * self.cols.entries(&support)) as f64;
-                if signs == window
-                    && signs != tried
-                    && cost <= (NEWTON_SHARE * swept).min(NEWTON_WORK * total)
-                {
+                // The products not in `gram`, and the Cholesky factorisation's m^3 / 3.
+                let (m, entries) = (support.len() as f64, self.cols.entries(&support));
+                let products: usize = (support.iter().zip(self.gram.positions(&support)))
+                    .filter(|(_, p)| p.is_none())
+                    .map(|(&j, _)| self.cols.cross_cost(j, entries))
+                    .sum();
+                let cost = products as f64 + m * m * m / 3.0;
+                if cost <= (NEWTON_SHARE * swept).min(NEWTON_WORK * total) {
                     let (target, visited) = self.newton(&support);
                     clock.add_pass(visited as f64 / total);
                     if let Some(target) = target.map(|t| self.up_to_sign_change(&support, t)) {
-                        let visited = self.try_move(&support, &target, &mut z, &mut touched);
+                        let (visited, accepted) = self.try_move(&support, &target, &mut z, &mut touched);
                         clock.add_pass(visited as f64 / total);
+                        moved = accepted;
                     }
                     tried = signs.clone();
                 }
-                window = signs;
             }
-            if epoch.is_multiple_of(INNER_CHECK) {
+            held = signs;
+            if moved || epoch.is_multiple_of(INNER_CHECK) {
                 if self.history.len() == EXTRAPOLATE + 1 {
                     self.history.pop_front();
                 }
@@ -995,7 +1120,7 @@ pub(crate) struct Shared {
     gram: Gram,
 }
 
-/// A fit's final dual point (`u` over every feature) and the `l2` it is feasible for.
+/// A fit's final dual point (`u` over every feature) and the `l2` it was certified at.
 struct Seed {
     point: Point,
     l2: f64,
@@ -1027,7 +1152,10 @@ pub(crate) fn fit_shared<D: Rows>(
     let w = Warm::start(warm, d, k, cfg.intercept_scaling)?;
     with_scalar_loss!(cfg.loss, |loss| {
         let mut ctx = Context::exact(problem, loss, cfg);
-        let seed = shared.seed.take().filter(|s| s.l2 == cfg.l2);
+        // For l2 > 0 every theta is feasible (the dual has no constraint of its own), so an
+        // elastic-net path's seed carries over although its l2 moves with l1; for l2 = 0, only
+        // a point feasible at l2 = 0 (balanced for the intercept).
+        let seed = shared.seed.take().filter(|s| cfg.l2 > 0.0 || s.l2 == 0.0);
         let mut s = method(&ctx, &shared.cols, w, &mut shared.gram)?;
         let (out, seed, screened) = descend(&mut ctx, &shared.cols, s.as_mut(), seed, screening)?;
         shared.seed = Some(seed);

@@ -24,6 +24,15 @@
 //! permutations shrink (uniform draws revisit rows, gap sampling already skips rows whose gap is
 //! 0). The smoothed loss is never at a vertex away from `beta = 0` and is left to the
 //! accelerated solver.
+//!
+//! On Fashion-MNIST (60,000 x 784, 10 classes, no intercept, one thread; the `multiclass`
+//! example, CPU seconds, single runs on a loaded machine) the first tolerance reaching
+//! `(P - P*) / P* <= 1e-6` took 7.3 s at `l2 = 1e-2` (`tol = 3e-6`, 30 passes' work) and
+//! 32 s at `l2 = 1e-3` (`tol = 1e-6`, 128), against liblinear's 7.3 s and 63 s
+//! (`benchmarks/multiclass_goals.py`'s ladders). Liblinear's per-row work is far smaller (it
+//! reads only the non-zeros and, for each row, only its classes not shrunk), but it needs
+//! many more of its cheap passes for the same objective; here the dense block kernels (the
+//! row's `k` scores and the update of its `k` columns) are three quarters of the time.
 
 use crate::config::{FitConfig, Sampling};
 use crate::loss::LossKind;
