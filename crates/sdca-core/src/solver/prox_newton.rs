@@ -497,12 +497,10 @@ impl<L: Loss> Primal for ProxNewton<'_, L> {
 mod tests {
     use super::super::cd::{Columns, Primal};
     use super::ProxNewton;
-    use crate::config::{FitConfig, FitParams};
-    use crate::data::{CsrView, DenseView, Rows};
-    use crate::loss::{with_scalar_loss, Loss};
-    use crate::reg::soft_threshold;
-    use crate::solver::testing::{csr_of, toy, weights_with_zeros};
-    use crate::solver::{fit, fit_path, FitResult, PathParams, Problem, Status};
+    use crate::config::FitParams;
+    use crate::data::{CsrView, DenseView};
+    use crate::solver::testing::{certify_l1, csr_of, toy, weights_with_zeros};
+    use crate::solver::{fit, fit_path, PathParams, Problem, Status};
 
     fn params(loss: &str, solver: &str, l2: f64, l1: f64, intercept: bool, tol: f64) -> FitParams {
         FitParams {
@@ -515,40 +513,6 @@ mod tests {
             max_epochs: 200_000,
             ..Default::default()
         }
-    }
-
-    /// `(P, D)` of a fit recomputed from its model and duals alone (DESIGN.md section 3 and the
-    /// dual of `screen.rs`), after checking that the duals are feasible for `l2 = 0` (the box
-    /// `|u_j| <= l1`, and `sum_i s_i alpha_i = 0` with an intercept).
-    fn certify<D: Rows>(p: &Problem<'_, D>, cfg: &FitConfig, r: &FitResult) -> (f64, f64) {
-        let (n, d, bias) = (p.n(), p.x.n_cols(), cfg.intercept_scaling);
-        let nf = n as f64;
-        let b = r.intercept.first().copied().unwrap_or(0.0);
-        let c = if bias > 0.0 { b / bias } else { 0.0 };
-        with_scalar_loss!(cfg.loss, |loss| {
-            let (mut data, mut conj, mut u, mut sum, mut size) = (0.0, 0.0, vec![0.0; d], 0.0, 0.0);
-            for i in (0..n).filter(|&i| p.weight(i) > 0.0) {
-                let (s, a) = (p.weight(i), p.x.dot(i, &r.coef) + b);
-                data += s * loss.value(a, p.y[i]);
-                conj += s * loss.conj_neg(r.alpha[i], p.y[i]);
-                p.x.for_each_nz(i, |j, v| u[j] += s * r.alpha[i] * v / nf);
-                sum += s * r.alpha[i];
-                size += s * r.alpha[i].abs();
-            }
-            let sq = r.coef.iter().map(|w| w * w).sum::<f64>() + c * c;
-            let primal = data / nf + cfg.l1 * r.coef.iter().map(|w| w.abs()).sum::<f64>() + 0.5 * cfg.l2 * sq;
-            let u_c = bias * sum / nf;
-            let dual = if cfg.l2 == 0.0 {
-                assert!(u.iter().all(|u| u.abs() <= cfg.l1 * (1.0 + 1e-12)), "outside the box");
-                assert!(bias == 0.0 || sum.abs() <= 1e-12 * size, "unbalanced: {sum} of {size}");
-                -conj / nf
-            } else {
-                let w2: f64 = u.iter().map(|&u| (soft_threshold(u, cfg.l1) / cfg.l2).powi(2)).sum::<f64>()
-                    + (u_c / cfg.l2).powi(2);
-                -conj / nf - 0.5 * cfg.l2 * w2
-            };
-            (primal, dual)
-        }, multiclass => unreachable!())
     }
 
     /// Logistic, squared-hinge and smooth-hinge losses, elastic net and `l2 = 0`, with and
@@ -592,8 +556,8 @@ mod tests {
                     assert!((a.primal - b.primal).abs() <= 1e-8 * b.primal, "{case} {what}: {a:?} {b:?}");
                     assert_eq!(r.l2_used, l2, "{case} {what}");
                     let (primal, dual) = match what {
-                        "dense" => certify(&p, &cd, &r),
-                        _ => certify(&q, &cd, &r),
+                        "dense" => certify_l1(&p, &cd, &r),
+                        _ => certify_l1(&q, &cd, &r),
                     };
                     assert!((primal - a.primal).abs() <= 1e-12 * primal, "{case} {what}: {primal} {a:?}");
                     assert!((dual - a.dual).abs() <= 1e-11 * primal, "{case} {what}: {dual} {a:?}");
