@@ -429,7 +429,9 @@ crate::simd::kernel! {
 #[inline(always)]
 fn dense_axpy_sweep<const W: usize>(row: &[f64], a: &[f64], v: &mut [f64], c0: usize) {
     let k = a.len();
-    let a: [f64; W] = a[c0..c0 + W].try_into().expect("W classes");
+    let mut sweep = [0.0f64; W];
+    sweep.copy_from_slice(&a[c0..c0 + W]);
+    let a = sweep;
     for (&x, vj) in row.iter().zip(v.chunks_exact_mut(k)) {
         let w = &mut vj[c0..c0 + W];
         for c in 0..W {

@@ -123,7 +123,7 @@
 
 use std::collections::VecDeque;
 
-use super::{accelerated, Certificate, Clock, Context, FitResult, Outcome, Problem, Status, Warm};
+use super::{accelerated, screen, Certificate, Clock, Context, FitResult, Outcome, Problem, Status, Warm};
 use crate::budget::zeros;
 use crate::config::{FitConfig, Sampling, SolverKind};
 use crate::data::Rows;
@@ -217,6 +217,9 @@ pub(crate) struct Columns {
     pub(super) label: Vec<f64>,
     /// `h_j = (1/n) sum_i x_ij^2`, intercept slot last.
     pub(super) h: Vec<f64>,
+    /// `||x_j||_s = sqrt(n h_j)`, the columns' norms of the Gap Safe sphere and of the bounds
+    /// that complete a certificate (module docs), intercept slot last.
+    pub(super) norms: Vec<f64>,
     /// The same entries by kept row (row `k`'s are `row_start[k]..row_start[k + 1]`), for the
     /// products of a column with few entries ([`Self::cross`]); empty when `dense`.
     row_start: Vec<usize>,
@@ -313,6 +316,7 @@ impl Columns {
             y,
             weight,
             label,
+            norms: h.iter().map(|h| (h * nf).sqrt()).collect(),
             h,
             row_start,
             row_cols,
@@ -383,8 +387,9 @@ impl Columns {
     /// in few rows then costs those rows' entries, not every entry of the slots' columns (some
     /// of which may be in every row). Returns the entries visited.
     fn cross(&self, b: usize, slots: &[usize], out: &mut [f64], scratch: &mut Cross, nf: f64) -> usize {
-        let by_columns = self.entries(slots) + 2 * self.len(b);
-        if self.cross_cost(b, self.entries(slots)) == by_columns {
+        let entries = self.entries(slots);
+        let by_columns = entries + 2 * self.len(b);
+        if self.cross_cost(b, entries) == by_columns {
             scratch.dense.resize(self.root.len(), 0.0);
             self.shift(b, 1.0, &mut scratch.dense);
             for (o, &j) in out.iter_mut().zip(slots) {
@@ -576,13 +581,12 @@ impl Columns {
     ) -> (Point, Vec<bool>, usize) {
         let t = self.scaled(&point.theta);
         let dist = t.iter().zip(&anchor.t).map(|(a, b)| (a - b) * (a - b)).sum::<f64>().sqrt() / nf;
-        // The rounding of the anchor's products: |fl(x . t) - x . t| <= n eps ||x|| ||t||.
-        let slack = nf * f64::EPSILON * anchor.t.iter().map(|v| v * v).sum::<f64>().sqrt() / nf;
+        // The rounding of the anchor's products, |fl(x . t) - x . t| <= n eps ||x|| ||t||, over n.
+        let slack = f64::EPSILON * anchor.t.iter().map(|v| v * v).sum::<f64>().sqrt();
         let mut loose = vec![false; every.len()];
         let mut visited = 2 * t.len();
         for &j in rest {
-            let norm = (self.h[j] * nf).sqrt();
-            let bound = (anchor.u[j].abs() + norm * (dist + slack)) * (1.0 + 1e-9);
+            let bound = (anchor.u[j].abs() + self.norms[j] * (dist + slack)) * (1.0 + 1e-9);
             if bound < penalty.0 {
                 (point.u[j], loose[j]) = (bound, true);
             } else {
@@ -1250,7 +1254,7 @@ fn descend<D: Rows, L: Loss>(
     let (d, nf, bias) = (problem.x.n_cols(), problem.n() as f64, ctx.bias());
     let intercept: Option<usize> = (bias > 0.0).then_some(d);
     let total = cols.pass();
-    let norms: Vec<f64> = cols.h.iter().map(|h| (h * nf).sqrt()).collect();
+    let norms = &cols.norms;
     let every: Vec<usize> = (0..d).collect();
     let mut screened = vec![false; d];
     let mut gap_trace = Vec::new();
@@ -1264,15 +1268,9 @@ fn descend<D: Rows, L: Loss>(
     };
     let mut anchor: Option<Anchor> = None;
     let penalty = (cfg.l1, ctx.l2);
-    // The sphere test's radius per unit of sqrt(gap): the dual is (gamma / n)-strongly concave
-    // in sum_i t_i^2 for a (1 / gamma)-smooth loss (screen.rs).
-    let gamma = loss.smoothness();
-    // The sphere's radius per unit of a column's norm, with the rounding of the gap added, and
-    // whether the test proves a feature zero at the optimum.
-    let reach = |c: &Certificate| {
-        ((2.0 * c.gap + 8.0 * f64::EPSILON * (c.primal.abs() + c.dual.abs())) / (gamma * nf)).sqrt()
-    };
-    let safe = |u: f64, norm: f64, reach: f64| (u.abs() + norm * reach) * (1.0 + 1e-9) < cfg.l1;
+    // The Gap Safe sphere (screen.rs) for this loss's smoothness.
+    let reach = |c: &Certificate| screen::reach(c, loss.smoothness(), nf);
+    let safe = |u: f64, norm: f64, reach: f64| screen::proves_zero(u, norm, reach, cfg.l1);
     let (status, point) = loop {
         outer += 1;
         ctx.clock.add_pass(s.refresh() as f64 / total);
@@ -1357,7 +1355,7 @@ fn descend<D: Rows, L: Loss>(
             size = size.max(2 * ws_size);
         }
         last_gap = c.gap;
-        let mut slots = working_set(w, &point.u, &norms, &screened, cfg.l1, size);
+        let mut slots = working_set(w, &point.u, norms, &screened, cfg.l1, size);
         ws_size = slots.len();
         slots.extend(intercept);
         s.inner(&slots, INNER_TOL * c.gap, &mut ctx.clock, total);

@@ -625,7 +625,6 @@ mod tests {
             let cols = Columns::of(&p, tight.intercept_scaling).unwrap();
             let every: Vec<usize> = (0..d).collect();
             let nf = n as f64;
-            let norms: Vec<f64> = cols.h.iter().map(|h| (h * nf).sqrt()).collect();
             for tol in [1e-1, 1e-2, 1e-3, 1e-5] {
                 let loose =
                     fit(&p, &params("logistic", "cd", l2, l1, intercept, tol).check().unwrap()).unwrap();
@@ -636,7 +635,7 @@ mod tests {
                 let (point, _) = s.check(&every);
                 let c = point.certificate;
                 let reach = (2.0 * c.gap / (4.0 * nf)).sqrt();
-                for (j, norm) in norms.iter().enumerate().take(d) {
+                for (j, norm) in cols.norms.iter().enumerate().take(d) {
                     if (point.u[j].abs() + norm * reach) * (1.0 + 1e-9) < l1 {
                         removed += 1;
                         assert_eq!(optimum.coef[j], 0.0, "l2 {l2} l1 {l1} tol {tol}: feature {j} {c:?}");

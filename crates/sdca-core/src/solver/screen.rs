@@ -195,11 +195,24 @@ pub fn gap_safe<D: Rows>(
         (dual_point(problem, loss, cfg, coef, intercept), Loss::smoothness(&loss))
     }, multiclass => return Ok(vec![false; d]));
     let (DualPoint { certificate: c, u, .. }, gamma) = point;
-    // The gap computes as a difference: add its rounding error before taking the root.
+    let reach = reach(&c, gamma, problem.n() as f64);
+    Ok(u.iter().zip(norms).map(|(&uj, &nj)| proves_zero(uj, nj, reach, cfg.l1)).collect())
+}
+
+/// The Gap Safe sphere's radius per unit of a column's norm around a dual point certified by
+/// `c`, for a `(1 / gamma)`-smooth loss over `n` rows: the dual is `(gamma / n)`-strongly
+/// concave in `sum_i t_i^2`. The gap computes as a difference: its rounding error is added
+/// before taking the root.
+pub(crate) fn reach(c: &Certificate, gamma: f64, n: f64) -> f64 {
     let gap = c.gap + 8.0 * f64::EPSILON * (c.primal.abs() + c.dual.abs());
-    let reach = (2.0 * gap / (gamma * problem.n() as f64)).sqrt();
-    let l1 = cfg.l1;
-    Ok(u.iter().zip(norms).map(|(&uj, &nj)| (uj.abs() + nj * reach) * (1.0 + 1e-9) < l1).collect())
+    (2.0 * gap / (gamma * n)).sqrt()
+}
+
+/// Whether the sphere test proves a feature zero at the optimum: its `u` (or an upper bound of
+/// `|u|`) plus its column's `norm` times the sphere's `reach` stays below `l1`, with a margin
+/// for the rounding of `u`.
+pub(crate) fn proves_zero(u: f64, norm: f64, reach: f64, l1: f64) -> bool {
+    (u.abs() + norm * reach) * (1.0 + 1e-9) < l1
 }
 
 /// The surviving columns as an owned matrix: dense when every entry of the kept columns is
