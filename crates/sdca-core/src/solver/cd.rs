@@ -475,53 +475,77 @@ impl Columns {
     pub(super) fn point<L: Loss>(
         &self,
         loss: L,
-        mut theta: Vec<f64>,
+        theta: Vec<f64>,
         scope: &[usize],
         primal: f64,
         penalty: (f64, f64),
         nf: f64,
     ) -> Point {
-        self.balance(&mut theta, penalty.1);
-        let t = self.scaled(&theta);
-        let mut u = vec![0.0; self.h.len() - 1];
-        for &j in scope {
-            u[j] = self.grad(j, &t, nf);
-        }
-        let u_c = self.u_c(&t, nf);
-        self.finish(loss, theta, u, u_c, scope, primal, penalty, nf)
+        self.spread(self.best(loss, theta, None, scope, primal, penalty, nf), scope)
     }
 
-    /// [`Self::point`] of two candidates in one pass over the columns of `scope`.
+    /// The better (higher dual) of the candidates `a` and `b` (both read in one pass over the
+    /// columns of `scope`), as [`Self::point`] makes each, with its `u` in `scope`'s order
+    /// ([`Self::spread`] makes it a [`Point`]). The products go to buffers of `scope`'s
+    /// length, so a check of a small working set (the inner solve's) touches no vector of
+    /// length `d`, and a point allocates one such vector instead of one per candidate. The
+    /// same bits as certifying each candidate's point and keeping the better ([`better`]).
     #[allow(clippy::too_many_arguments)]
-    fn points<L: Loss>(
+    fn best<L: Loss>(
         &self,
         loss: L,
         mut a: Vec<f64>,
-        mut b: Vec<f64>,
+        b: Option<Vec<f64>>,
         scope: &[usize],
         primal: f64,
         penalty: (f64, f64),
         nf: f64,
-    ) -> (Point, Point) {
+    ) -> Compact {
         self.balance(&mut a, penalty.1);
-        self.balance(&mut b, penalty.1);
-        let (ta, tb) = (self.scaled(&a), self.scaled(&b));
-        let (mut ua, mut ub) = (vec![0.0; self.h.len() - 1], vec![0.0; self.h.len() - 1]);
-        for &j in scope {
-            let (p, q) = self.dot2(j, &ta, &tb);
-            (ua[j], ub[j]) = (p / nf, q / nf);
+        let ta = self.scaled(&a);
+        let mut ua = Vec::with_capacity(scope.len());
+        let mut ca = self.u_c(&ta, nf);
+        let within = 0..scope.len();
+        match b {
+            None => {
+                ua.extend(scope.iter().map(|&j| self.grad(j, &ta, nf)));
+                let c = self.certify(loss, &mut a, &mut ua, within, &mut ca, primal, penalty, nf);
+                Compact { theta: a, u: ua, u_c: ca, certificate: c }
+            }
+            Some(mut b) => {
+                self.balance(&mut b, penalty.1);
+                let tb = self.scaled(&b);
+                let mut ub = Vec::with_capacity(scope.len());
+                for &j in scope {
+                    let (p, q) = self.dot2(j, &ta, &tb);
+                    ua.push(p / nf);
+                    ub.push(q / nf);
+                }
+                let mut cb = self.u_c(&tb, nf);
+                let x = self.certify(loss, &mut a, &mut ua, within.clone(), &mut ca, primal, penalty, nf);
+                let y = self.certify(loss, &mut b, &mut ub, within, &mut cb, primal, penalty, nf);
+                // `better`'s choice: `b` only when its dual is higher; its own certificate is
+                // then the one `better` builds (both share `primal`).
+                if y.dual > x.dual {
+                    Compact { theta: b, u: ub, u_c: cb, certificate: y }
+                } else {
+                    Compact { theta: a, u: ua, u_c: ca, certificate: x }
+                }
+            }
         }
-        let (ca, cb) = (self.u_c(&ta, nf), self.u_c(&tb, nf));
-        (
-            self.finish(loss, a, ua, ca, scope, primal, penalty, nf),
-            self.finish(loss, b, ub, cb, scope, primal, penalty, nf),
-        )
+    }
+
+    /// The point of [`Self::best`]'s result over `scope`: its `u` over every feature, zero
+    /// outside `scope`.
+    fn spread(&self, c: Compact, scope: &[usize]) -> Point {
+        let mut u = vec![0.0; self.h.len() - 1];
+        scope.iter().zip(&c.u).for_each(|(&j, v)| u[j] = *v);
+        Point { theta: c.theta, u, u_c: c.u_c, certificate: c.certificate }
     }
 
     /// The balanced duals `theta` with their `u` (over `scope`) and `u_c`, scaled into the box
     /// for `l2 = 0`, and their certificate for `loss` against `primal`. No pass over the
-    /// columns. The scaling factors are at most 1, so a `theta` in the loss's dual domain stays
-    /// there (each product rounds towards a smaller magnitude, never out of the domain).
+    /// columns.
     #[allow(clippy::too_many_arguments)]
     pub(super) fn finish<L: Loss>(
         &self,
@@ -529,19 +553,41 @@ impl Columns {
         mut theta: Vec<f64>,
         mut u: Vec<f64>,
         mut u_c: f64,
-        scope: &[usize],
+        scope: impl Iterator<Item = usize> + Clone,
         primal: f64,
         penalty: (f64, f64),
         nf: f64,
     ) -> Point {
+        let certificate = self.certify(loss, &mut theta, &mut u, scope, &mut u_c, primal, penalty, nf);
+        Point { theta, u, u_c, certificate }
+    }
+
+    /// [`Self::finish`] in place: `theta`, the entries `scope` of `u` and `u_c` scaled into the
+    /// box for `l2 = 0`, and their certificate. The scaling factors are at most 1, so a `theta`
+    /// in the loss's dual domain stays there (each product rounds towards a smaller magnitude,
+    /// never out of the domain).
+    #[allow(clippy::too_many_arguments)]
+    fn certify<L: Loss>(
+        &self,
+        loss: L,
+        theta: &mut [f64],
+        u: &mut [f64],
+        scope: impl Iterator<Item = usize> + Clone,
+        u_c: &mut f64,
+        primal: f64,
+        penalty: (f64, f64),
+        nf: f64,
+    ) -> Certificate {
         let (l1, l2) = penalty;
-        // Into the box |u_j| <= l1, as `/ top * l1` (no subnormal factor; see screen.rs).
-        let top = scope.iter().fold(0.0f64, |m, &j| m.max(u[j].abs()));
-        if l2 == 0.0 && top > l1 {
-            let into = |v: &mut f64| *v = *v / top * l1;
-            theta.iter_mut().for_each(into);
-            scope.iter().for_each(|&j| into(&mut u[j]));
-            into(&mut u_c);
+        if l2 == 0.0 {
+            // Into the box |u_j| <= l1, as `/ top * l1` (no subnormal factor; see screen.rs).
+            let top = scope.clone().fold(0.0f64, |m, j| m.max(u[j].abs()));
+            if top > l1 {
+                let into = |v: &mut f64| *v = *v / top * l1;
+                theta.iter_mut().for_each(into);
+                scope.clone().for_each(|j| into(&mut u[j]));
+                into(u_c);
+            }
         }
         let conj: f64 = theta
             .iter()
@@ -553,17 +599,17 @@ impl Columns {
         if l2 > 0.0 {
             // (l2/2) ||w(t)||^2 with w = soft(u, l1) / l2, divided before squaring (screen.rs).
             let model = |v: f64| v / l2;
-            let sq: f64 = scope.iter().map(|&j| model(soft_threshold(u[j], l1)).powi(2)).sum::<f64>()
-                + model(u_c).powi(2);
+            let sq: f64 =
+                scope.map(|j| model(soft_threshold(u[j], l1)).powi(2)).sum::<f64>() + model(*u_c).powi(2);
             dual -= 0.5 * l2 * sq;
         }
         // A dual above the primal is rounding (weak duality); NaN leaves no certificate.
         let dual = if dual.is_nan() { f64::NEG_INFINITY } else { dual };
         let gap = (primal - dual).max(0.0);
-        Point { theta, u, u_c, certificate: Certificate { primal, dual: dual.min(primal), gap } }
+        Certificate { primal, dual: dual.min(primal), gap }
     }
 
-    /// `point` certified over `every` feature, its `u` completed over the features `rest` (those
+    /// `point` certified over every feature, its `u` completed over the features `rest` (those
     /// it lacks, or holds only a bound of) from the fit's `anchor` (module docs, "Completing the
     /// certificate"): a feature whose bound proves `|u_j| < l1` keeps the bound, the others are
     /// computed. Returns the point, which features kept a bound, and the stored entries read
@@ -573,9 +619,8 @@ impl Columns {
         &self,
         loss: L,
         mut point: Point,
-        rest: &[usize],
+        rest: impl Iterator<Item = usize>,
         anchor: &Anchor,
-        every: &[usize],
         penalty: (f64, f64),
         nf: f64,
     ) -> (Point, Vec<bool>, usize) {
@@ -583,9 +628,10 @@ impl Columns {
         let dist = t.iter().zip(&anchor.t).map(|(a, b)| (a - b) * (a - b)).sum::<f64>().sqrt() / nf;
         // The rounding of the anchor's products, |fl(x . t) - x . t| <= n eps ||x|| ||t||, over n.
         let slack = f64::EPSILON * anchor.t.iter().map(|v| v * v).sum::<f64>().sqrt();
-        let mut loose = vec![false; every.len()];
+        let d = self.h.len() - 1;
+        let mut loose = vec![false; d];
         let mut visited = 2 * t.len();
-        for &j in rest {
+        for j in rest {
             let bound = (anchor.u[j].abs() + self.norms[j] * (dist + slack)) * (1.0 + 1e-9);
             if bound < penalty.0 {
                 (point.u[j], loose[j]) = (bound, true);
@@ -595,7 +641,7 @@ impl Columns {
             }
         }
         let point =
-            self.finish(loss, point.theta, point.u, point.u_c, every, point.certificate.primal, penalty, nf);
+            self.finish(loss, point.theta, point.u, point.u_c, 0..d, point.certificate.primal, penalty, nf);
         (point, loose, visited)
     }
 
@@ -696,6 +742,15 @@ pub(crate) struct Point {
     pub(super) certificate: Certificate,
 }
 
+/// A [`Point`] whose `u` holds only the features of the scope it was computed over, in that
+/// scope's order ([`Columns::best`]).
+struct Compact {
+    theta: Vec<f64>,
+    u: Vec<f64>,
+    u_c: f64,
+    certificate: Certificate,
+}
+
 /// The better of two points for the same primal (the higher dual).
 fn better(a: Point, b: Option<Point>) -> Point {
     match b {
@@ -722,6 +777,9 @@ struct Descent<'c> {
     gram: &'c mut Gram,
     /// The residuals at the last inner solve's gap checks, for the extrapolated dual point.
     history: VecDeque<Vec<f64>>,
+    /// The slots whose weight may be nonzero, increasing (every nonzero weight's is here): the
+    /// penalty's sums run over these instead of every feature.
+    live: Vec<usize>,
 }
 
 /// `X_S^T X_S / n` (upper triangle, row-major) and `X_S^T y / n` of the slots `S` of the last
@@ -795,28 +853,31 @@ impl Descent<'_> {
     fn primal(&self) -> f64 {
         let d = self.w.len() - 1;
         let data = self.r.iter().map(|r| r * r).sum::<f64>() / (2.0 * self.nf);
-        let l1 = self.w[..d].iter().map(|v| v.abs()).sum::<f64>();
-        data + self.l1 * l1 + 0.5 * self.l2 * self.w.iter().map(|v| v * v).sum::<f64>()
+        // Over `live`: the zero weights elsewhere add nothing, so the sums have the bits of sums
+        // over every slot.
+        let w = |j: &usize| self.w[*j];
+        let l1 = self.live.iter().filter(|&&j| j < d).map(w).map(f64::abs).sum::<f64>();
+        data + self.l1 * l1 + 0.5 * self.l2 * self.live.iter().map(w).map(|v| v * v).sum::<f64>()
     }
 
     /// The certificate of the problem over the features `scope`: the residual point and the
-    /// extrapolation of `history` (both from one read of the columns), the better one; the
-    /// columns' entries visited.
-    fn check(&self, scope: &[usize]) -> (Point, usize) {
+    /// extrapolation of `history` (both from one read of the columns), the better one, its `u`
+    /// in `scope`'s order; the columns' entries visited.
+    fn candidates(&self, scope: &[usize]) -> (Compact, usize) {
         let primal = self.primal();
         let penalty = (self.l1, self.l2);
         let entries = self.cols.entries(scope) + self.r.len();
         // theta_i = -phi'(x~_i . w) = -r_i / sqrt(s_i).
         let neg = |r: &[f64]| r.iter().zip(&self.cols.root).map(|(v, s)| -v / s).collect::<Vec<f64>>();
         let history = &self.history;
-        match anderson(history).map(|c| combine(history, &c)) {
-            Some(r) => {
-                let (point, other) =
-                    self.cols.points(Squared, neg(&self.r), neg(&r), scope, primal, penalty, self.nf);
-                (better(point, Some(other)), entries)
-            }
-            None => (self.cols.point(Squared, neg(&self.r), scope, primal, penalty, self.nf), entries),
-        }
+        let other = anderson(history).map(|c| neg(&combine(history, &c)));
+        (self.cols.best(Squared, neg(&self.r), other, scope, primal, penalty, self.nf), entries)
+    }
+
+    /// [`Self::candidates`] as a point (`u` over every feature, zero outside `scope`).
+    fn check(&self, scope: &[usize]) -> (Point, usize) {
+        let (best, entries) = self.candidates(scope);
+        (self.cols.spread(best, scope), entries)
     }
 
     /// The point of the segment from the support's weights to the sign-fixed minimiser `target`
@@ -961,6 +1022,11 @@ impl Descent<'_> {
         let mut iterates: VecDeque<Vec<f64>> = VecDeque::with_capacity(EXTRAPOLATE + 1);
         let (mut z, mut touched) = (vec![0.0; self.r.len()], Vec::new());
         self.history.clear();
+        // The slots may make nonzero any weight of `slots` (both lists increase).
+        let mut live: Vec<usize> = self.live.iter().chain(slots).copied().collect();
+        live.sort_unstable();
+        live.dedup();
+        self.live = live;
         let mut epoch = 0u32;
         // The support's signs before the sweep, and those of the last Newton step.
         let mut held = self.signs(&scope);
@@ -1015,13 +1081,18 @@ impl Descent<'_> {
             }
             held = signs;
             if moved || epoch.is_multiple_of(INNER_CHECK) {
-                if self.history.len() == EXTRAPOLATE + 1 {
-                    self.history.pop_front();
-                }
-                self.history.push_back(self.r.clone());
-                let (point, visited) = self.check(&scope);
+                // The oldest residuals' buffer, reused once the memory is full.
+                let mut last = if self.history.len() == EXTRAPOLATE + 1 {
+                    self.history.pop_front().unwrap_or_default()
+                } else {
+                    Vec::with_capacity(self.r.len())
+                };
+                last.clear();
+                last.extend_from_slice(&self.r);
+                self.history.push_back(last);
+                let (best, visited) = self.candidates(&scope);
                 clock.add_pass(visited as f64 / total);
-                if point.certificate.gap <= tol {
+                if best.certificate.gap <= tol {
                     return;
                 }
             }
@@ -1156,7 +1227,8 @@ fn method<'c, D: Rows, L: Loss + 'c>(
     let r = zeros::<f64>(cols.kept.len())?;
     Ok(if ctx.cfg.loss == LossKind::Squared {
         let history = VecDeque::with_capacity(EXTRAPOLATE + 1);
-        Box::new(Descent { cols, l1, l2, nf, w, r, gram, history })
+        let live = (0..w.len()).filter(|&j| w[j] != 0.0).collect();
+        Box::new(Descent { cols, l1, l2, nf, w, r, gram, history, live })
     } else {
         Box::new(super::prox_newton::ProxNewton::new(cols, ctx.loss, (l1, l2), nf, w)?)
     })
@@ -1255,7 +1327,6 @@ fn descend<D: Rows, L: Loss>(
     let intercept: Option<usize> = (bias > 0.0).then_some(d);
     let total = cols.pass();
     let norms = &cols.norms;
-    let every: Vec<usize> = (0..d).collect();
     let mut screened = vec![false; d];
     let mut gap_trace = Vec::new();
     let mut outer = 0u32;
@@ -1279,10 +1350,11 @@ fn descend<D: Rows, L: Loss>(
             // Its u is over every feature, and nothing is screened yet; the features it only
             // bounds get their exact u where the bound could change a decision (module docs).
             Some(mut p) => {
-                let top = (0..d).filter(|&j| !loose[j]).fold(0.0f64, |m, j| m.max(p.u[j].abs()));
-                let into = if penalty.1 == 0.0 { top.max(cfg.l1) } else { cfg.l1 };
+                // For l2 = 0, the exact u's top scales the point into the box.
+                let top = |p: &Point| (0..d).filter(|&j| !loose[j]).fold(0.0f64, |m, j| m.max(p.u[j].abs()));
+                let into = if penalty.1 == 0.0 { top(&p).max(cfg.l1) } else { cfg.l1 };
                 let visited = cols.sharpen(&mut p, &mut loose, |_, bound| bound >= into, nf);
-                let mut p = cols.finish(loss, p.theta, p.u, p.u_c, &every, s.primal(), penalty, nf);
+                let mut p = cols.finish(loss, p.theta, p.u, p.u_c, 0..d, s.primal(), penalty, nf);
                 let reach = if screening { reach(&p.certificate) } else { f64::INFINITY };
                 let kept = |j: usize, bound: f64| !safe(bound, norms[j], reach);
                 let visited = visited + cols.sharpen(&mut p, &mut loose, kept, nf);
@@ -1307,7 +1379,6 @@ fn descend<D: Rows, L: Loss>(
         });
         // The best dual point so far (every one stays feasible).
         let point = better(point, best.take());
-        best = Some(point.clone());
         let c = point.certificate;
         if !c.gap.is_finite() {
             return Err(SdcaError::NonFiniteResult { what: "the coordinate descent iterate's duality gap" });
@@ -1317,11 +1388,12 @@ fn descend<D: Rows, L: Loss>(
         if met || late || ctx.clock.remaining() == 0 {
             // The certificate returned is over every feature (module docs): the point's u
             // completed over the screened features and those the anchor only bounds.
-            let rest: Vec<usize> = (0..d).filter(|&j| screened[j] || anchor.loose[j]).collect();
-            let (full, bounded) = if rest.is_empty() {
+            let rest = |j: &usize| screened[*j] || anchor.loose[*j];
+            let (full, bounded) = if !(0..d).any(|j| rest(&j)) {
                 (point, vec![false; d])
             } else {
-                let (full, bounded, visited) = cols.complete(loss, point, &rest, anchor, &every, penalty, nf);
+                let rest = (0..d).filter(rest);
+                let (full, bounded, visited) = cols.complete(loss, point, rest, anchor, penalty, nf);
                 ctx.clock.add_pass(visited as f64 / total);
                 (full, bounded)
             };
@@ -1358,6 +1430,7 @@ fn descend<D: Rows, L: Loss>(
         let mut slots = working_set(w, &point.u, norms, &screened, cfg.l1, size);
         ws_size = slots.len();
         slots.extend(intercept);
+        best = Some(point);
         s.inner(&slots, INNER_TOL * c.gap, &mut ctx.clock, total);
     };
     let c = point.certificate;
