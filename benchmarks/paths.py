@@ -39,9 +39,14 @@ the machine is shared, so wall time is noisy) and wall seconds:
   say that both did the same work. scikit-learn is timed on the first ``--peer-groups`` groups
   (about a second each) and its CPU seconds scaled to all groups; the report says so.
 
-Writes ``benchmarks/out/paths.json`` (the rows run) and, when every row ran,
-``benchmarks/results_paths.md``, naming the commit; refuses a dirty tree unless ``--dry-run``
-(which prints the section and writes nothing).
+Our side's time is the ``select`` that returns the path as a one-row frame, from a frame built
+beforehand (the peers get their numpy / scipy inputs built beforehand and return arrays);
+turning the models into Python dicts happens outside the timings.
+
+Keeps the last run of every row in ``benchmarks/out/paths.json`` (``--rows`` replaces those it
+runs) and, once every row has a run, writes ``benchmarks/results_paths.md`` from them, each
+section naming the commit it ran at; refuses a dirty tree unless ``--dry-run`` (which prints
+this run's sections and writes nothing).
 """
 
 from __future__ import annotations
@@ -80,12 +85,6 @@ OUT = HERE / "out"
 RESULTS = HERE / "results_paths.md"
 
 
-def timed(f: Any) -> tuple[Any, float, float]:
-    w0, c0 = time.perf_counter(), time.process_time()
-    out = f()
-    return out, time.process_time() - c0, time.perf_counter() - w0
-
-
 def lasso_objective(X: np.ndarray, y: np.ndarray, w: np.ndarray, b: float, l1: float) -> float:
     r = X @ w + b - y
     return float(0.5 * np.mean(r * r) + l1 * np.abs(w).sum())
@@ -114,13 +113,16 @@ def dense_problem(seed: int = 0) -> tuple[np.ndarray, np.ndarray]:
     return X, X @ w + rng.normal(size=n)
 
 
-def ours_path(
-    X: np.ndarray, y: np.ndarray, *, screening: bool, tol: float
-) -> tuple[list[dict[str, Any]], float, float]:
-    frame = pl.DataFrame({"x": X, "y": y})
+def models(out: pl.DataFrame) -> list[dict[str, Any]]:
+    """A path's models as Python dicts. Outside the timings: our result is the one-row frame (the
+    models as data, as the peers' is a numpy array); turning 100 coefficient vectors into Python
+    floats costs more than some fits (9.4 million floats on the sparse rows)."""
+    return list(out.item())
+
+
+def ours_path(frame: pl.DataFrame, *, screening: bool, tol: float) -> pl.DataFrame:
     expr = ps.fit_path("y", "x", loss="squared", l2=0.0, n_l1=100, tol=tol, screening=screening)
-    path, cpu, wall = timed(lambda: frame.select(expr).item())
-    return list(path), cpu, wall
+    return frame.select(expr)
 
 
 def lasso_peers() -> dict[str, Callable[[np.ndarray, np.ndarray, np.ndarray, float], np.ndarray]]:
@@ -167,10 +169,11 @@ def row_lasso(args: argparse.Namespace) -> dict[str, Any]:
     judged against a reference path certified to ``--ref-tol`` (``common.calibrate``)."""
     X, y = dense_problem()
     target = args.tol
-    timing = time_call(lambda: ours_path(X, y, screening=True, tol=args.tol)[0], args.repeat)
-    path = timing.result
+    frame = pl.DataFrame({"x": X, "y": y})
+    timing = time_call(lambda: ours_path(frame, screening=True, tol=args.tol), args.repeat)
+    path = models(timing.result)
     l1s = np.array([m["l1"] for m in path])
-    ref, _, _ = ours_path(X, y, screening=True, tol=args.ref_tol)
+    ref = models(ours_path(frame, screening=True, tol=args.ref_tol))
     p_star = np.array([m["primal"] for m in ref])
     ours = np.array([m["primal"] for m in path])
     Xc, yc, means = X - X.mean(axis=0), y - y.mean(), X.mean(axis=0)  # peers fit no intercept: centre
@@ -229,9 +232,7 @@ def row_screening(args: argparse.Namespace) -> dict[str, Any]:
 SPARSE_RATIO = 0.5  # the elastic-net row's l1_ratio (l2 = l1 (1 - ratio) / ratio)
 
 
-def sparse_path(
-    p: Any, loss: str, *, tol: float, screening: bool = True
-) -> tuple[list[dict[str, Any]], float, float]:
+def sparse_path(p: Any, loss: str, *, tol: float, screening: bool = True) -> pl.DataFrame:
     """Ours on the sparse rows: 100 values from ``l1_max`` to ``1e-3 l1_max``, no intercept
     (the peers' objective), the elastic net tied by ``SPARSE_RATIO``, L1-logistic at ``l2 = 0``."""
     penalty: dict[str, Any] = {"l1_ratio": SPARSE_RATIO} if loss == "squared" else {"l2": 0.0}
@@ -246,8 +247,7 @@ def sparse_path(
         screening=screening,
         **penalty,
     )
-    path, cpu, wall = timed(lambda: p.df.select(expr).item())
-    return list(path), cpu, wall
+    return p.df.select(expr)
 
 
 def sparse_objective(loss: str, X: Any, y: np.ndarray, w: np.ndarray, l1: float, l2: float) -> float:
@@ -305,11 +305,11 @@ def row_sparse_loss(args: argparse.Namespace, loss: str) -> dict[str, Any]:
 
     p = load_sparse(args.n_rows, 0)
     X = p.x.tocsc() if loss == "squared" else p.x
-    timing = time_call(lambda: sparse_path(p, loss, tol=args.tol)[0], args.repeat)
-    path = timing.result
+    timing = time_call(lambda: sparse_path(p, loss, tol=args.tol), args.repeat)
+    path = models(timing.result)
     l1s = np.array([m["l1"] for m in path])
     l2s = np.array([m["l2"] for m in path])
-    ref, _, _ = sparse_path(p, loss, tol=args.ref_tol)
+    ref = models(sparse_path(p, loss, tol=args.ref_tol))
     p_star = np.array([m["primal"] for m in ref])
     ours = np.array([m["primal"] for m in path])
 
@@ -331,7 +331,8 @@ def row_sparse_loss(args: argparse.Namespace, loss: str) -> dict[str, Any]:
 
     build = sparse_peer(loss, X, p.y, l1s)
     peer = calibrated_peer(build, score, tol_ladder(1e-2, 1e-10, per_decade=2), args.tol, args.repeat, 300.0)
-    off = time_call(lambda: sparse_path(p, loss, tol=args.tol, screening=False)[0], args.repeat)
+    off = time_call(lambda: sparse_path(p, loss, tol=args.tol, screening=False), args.repeat)
+    off_path = models(off.result)
     return {
         "rows": p.n,
         "features": p.n_features,
@@ -344,9 +345,9 @@ def row_sparse_loss(args: argparse.Namespace, loss: str) -> dict[str, Any]:
             "on_cpu": timing.cpu_median,
             "off_cpu": off.cpu_median,
             "on_nnz_visited": sum(m["nnz_visited"] for m in path),
-            "off_nnz_visited": sum(m["nnz_visited"] for m in off.result),
+            "off_nnz_visited": sum(m["nnz_visited"] for m in off_path),
             "screened": sum(m["screened"] for m in path),
-            "off_max_gap_rel": max(m["gap"] / m["primal"] for m in off.result),
+            "off_max_gap_rel": max(m["gap"] / m["primal"] for m in off_path),
         },
     }
 
@@ -431,22 +432,37 @@ ROWS = {
 }
 
 
-def report(results: dict[str, Any], machine: dict[str, Any], args: argparse.Namespace) -> str:
-    """The results section of the ``lasso`` and ``screening`` rows present in ``results``."""
+def provenance(run: dict[str, Any]) -> str:
+    """The line naming the commit, machine and load of one row's run."""
+    m = run["machine"]
+    return (
+        f"Run of commit {m['git_commit']} ({m.get('date', '?')}), load average "
+        f"{m['load_average'][0]:.1f} at the start and {m['load_average_end'][0]:.1f} at the end."
+    )
+
+
+def report(runs: dict[str, dict[str, Any]]) -> str:
+    """The results file from the latest run of every row (``runs``: row name to its result,
+    machine and arguments); each section names the commit it ran at."""
+    results = {name: run["result"] for name, run in runs.items()}
+    machine = next(iter(runs.values()))["machine"]
+    repeat = next(iter(runs.values()))["args"]["repeat"]
     lines = [
         "# Regularization paths (`benchmarks/paths.py`)",
         "",
-        f"Commit {machine['git_commit']}; {machine['cpu']}, {machine['usable_cpus']} usable CPUs, load "
-        f"average {machine['load_average'][0]:.1f} at the start and {machine['load_average_end'][0]:.1f} at "
-        f"the end; polars {machine['polars']}, scikit-learn {machine['scikit-learn']}. Process CPU seconds, "
-        f"medians of {args.repeat} runs, BLAS on one thread. Data of the Lasso rows: 200 x 5,000 "
-        "Gaussian, 20 true features, seed 0; 100 `l1` values from `l1_max` to `1e-3 l1_max`, intercept.",
+        f"{machine['cpu']}, {machine['usable_cpus']} usable CPUs; polars {machine['polars']}, "
+        f"scikit-learn {machine['scikit-learn']}. Process CPU seconds, medians of {repeat} runs, BLAS "
+        "on one thread. Each section names the commit it ran at (`--rows` reruns some rows and keeps "
+        "the others' last runs). Data of the Lasso rows: 200 x 5,000 Gaussian, 20 true features, "
+        "seed 0; 100 `l1` values from `l1_max` to `1e-3 l1_max`, intercept.",
     ]
     if "lasso" in results:
         r = results["lasso"]
         lines += [
             "",
             "## 100-value Lasso path, dense p >> n",
+            "",
+            provenance(runs["lasso"]),
             "",
             f"Each solver at the loosest tolerance (ladder: two per decade) whose worst relative "
             f"suboptimality over the 100 values reaches {r['target_subopt']:g}, against a reference "
@@ -476,6 +492,8 @@ def report(results: dict[str, Any], machine: dict[str, Any], args: argparse.Name
         lines += [
             "",
             "## Gap Safe screening on vs off",
+            "",
+            provenance(runs["screening"]),
             "",
             "The same path in the core (example `lasso_path`, no Polars); entries visited are the "
             "stored matrix entries the fits' passes read (`Path::nnz_visited`), features screened "
@@ -509,6 +527,8 @@ def report(results: dict[str, Any], machine: dict[str, Any], args: argparse.Name
             "",
             f"## {title}, sparse tokens",
             "",
+            provenance(runs[key]),
+            "",
             f"CoNLL-2003 tokens ({r['rows']:,} rows x {r['features']:,} attributes, {r['nnz']:,} "
             f"non-zeros), 100 values from `l1_max` to `1e-3 l1_max`, no intercept on either side. "
             f"The peer at the loosest tolerance (ladder: two per decade) whose worst relative "
@@ -532,6 +552,8 @@ def report(results: dict[str, Any], machine: dict[str, Any], args: argparse.Name
         lines += [
             "",
             "## Cross-validation per group",
+            "",
+            provenance(runs["cv"]),
             "",
             f"{r['groups']:,} groups of 60 rows x 5 features; 5 folds given by a column (the same "
             "`PredefinedSplit` for scikit-learn), 20 `l2` values, held-out log-loss, no intercept, "
@@ -567,6 +589,7 @@ def main() -> None:
     if dirty_tree() and not args.dry_run:
         raise SystemExit("the working tree has uncommitted changes: commit first, or pass --dry-run")
     machine = machine_info(0)
+    machine["date"] = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime())
     results = {}
     # One BLAS / OpenMP thread: idle BLAS threads spinning add CPU seconds to a peer's count
     # (scikit-learn's enet_path measured 6.9 CPU s in 3.5 s of wall time on 2 cores).
@@ -575,17 +598,21 @@ def main() -> None:
             results[name] = ROWS[name](args)
             print(name, json.dumps(results[name], indent=1), flush=True)
     machine["load_average_end"] = os.getloadavg()
-    text = report(results, machine, args)
-    print(text)
+    fresh = {name: {"result": r, "machine": machine, "args": vars(args)} for name, r in results.items()}
+    print(report(fresh))
     if args.dry_run:
         return
+    # The last run of every row (this run's rows replace theirs), kept in benchmarks/out/.
     OUT.mkdir(exist_ok=True)
-    record = {"machine": machine, "args": vars(args), "results": results}
-    (OUT / "paths.json").write_text(json.dumps(record, indent=1, default=str))
-    if set(ROWS) <= set(results):
-        RESULTS.write_text(text)
+    store = OUT / "paths.json"
+    runs = json.loads(store.read_text()).get("runs", {}) if store.exists() else {}
+    runs.update(json.loads(json.dumps(fresh, default=str)))
+    store.write_text(json.dumps({"runs": runs}, indent=1))
+    if set(ROWS) <= set(runs):
+        RESULTS.write_text(report({name: runs[name] for name in ROWS}))
     else:
-        print(f"{RESULTS.name} not rewritten: it holds every row together")
+        missing = ", ".join(sorted(set(ROWS) - set(runs)))
+        print(f"{RESULTS.name} not rewritten: no run of {missing} yet (benchmarks/out/paths.json)")
 
 
 if __name__ == "__main__":
