@@ -164,7 +164,7 @@ pub unsafe extern "C" fn _polars_plugin_field_fit(
             .and_then(|fields| {
                 let kwargs: Packed =
                     _parse_kwargs(std::slice::from_raw_parts(kwargs_ptr, kwargs_len)).map_err(|err| {
-                        polars_err!(InvalidOperation: "could not parse kwargs: '{}'\n\nCheck: registration of kwargs in the plugin.", err)
+                        polars_err!(InvalidOperation: "could not parse kwargs: '{err}'\n\nCheck: registration of kwargs in the plugin.")
                     })?;
                 expressions::fit_output(&fields, kwargs)
             });
