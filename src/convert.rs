@@ -341,15 +341,19 @@ fn roles(call: Call, layout: &Layout, n_inputs: usize) -> Vec<Role> {
 /// stays one row, read for every row; one label or tag for many rows is refused. Any other
 /// length that differs from `n` is an error naming both inputs.
 pub fn aligned(inputs: &[Series], layout: &Layout, call: Call) -> PolarsResult<Vec<Series>> {
+    aligned_owned(inputs.to_vec(), layout, call)
+}
+
+/// [`aligned`] of inputs the caller owns: a series held nowhere else is renamed in place,
+/// where renaming a shared one copies its chunk list and field (per group, in a `group_by`).
+pub fn aligned_owned(inputs: Vec<Series>, layout: &Layout, call: Call) -> PolarsResult<Vec<Series>> {
     let roles = roles(call, layout, inputs.len());
     let named: Vec<Series> = inputs
-        .iter()
+        .into_iter()
         .enumerate()
         .map(|(k, s)| match layout.names.get(k) {
-            Some(name) if s.name().is_empty() || s.name() != name.as_str() => {
-                s.clone().with_name(name.into())
-            }
-            _ => s.clone(),
+            Some(name) if s.name().is_empty() || s.name() != name.as_str() => s.with_name(name.into()),
+            _ => s,
         })
         .collect();
     // The row count: the longest input that is not a single value (all single values: 1 row);

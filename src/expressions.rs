@@ -26,7 +26,7 @@ fn fit_checked_fields(fields: &[Field], kw: &FitKwargs) -> PolarsResult<DataType
     Ok(fit::prediction_dtype(label.dtype(), cfg.loss.is_classification() || cfg.loss.is_multiclass()))
 }
 
-fn fit_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {
+pub fn fit_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {
     let kwargs = kwargs.fit()?;
     fit_checked_fields(fields, &kwargs)?;
     let multiclass = fit::is_multiclass(&kwargs);
@@ -45,12 +45,11 @@ fn predict_output(fields: &[Field], kwargs: PredictKwargs) -> PolarsResult<Field
     Ok(Field::new(model.name().clone(), predict::output_dtype(model.dtype(), &kwargs.kind)?))
 }
 
-#[polars_expr(output_type_func_with_kwargs = fit_output)]
-fn fit(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
-    let kwargs = kwargs.fit()?;
-    let inputs = aligned(inputs, &kwargs.layout, Call::Fit)?;
+/// `fit` (its plugin symbols are written out in [`crate::agg`]).
+pub fn fit(inputs: Vec<Series>, kwargs: &FitKwargs) -> PolarsResult<fit::ModelOut> {
+    let inputs = crate::convert::aligned_owned(inputs, &kwargs.layout, Call::Fit)?;
     split(fit::warm_input(&inputs, &kwargs.layout).0, &kwargs.layout)?;
-    fit::model(&inputs, &kwargs)
+    fit::model(&inputs, kwargs)
 }
 
 fn fit_groups_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {

@@ -1,6 +1,9 @@
 //! One group's fit: inputs to core views, the core fit, and `on_error` handling.
 
+use std::rc::Rc;
+
 use polars::prelude::*;
+use polars_arrow::array::Array;
 use sdca_core::budget;
 use sdca_core::{FitConfig, FitResult, Problem, RowOutputs, Rows, SdcaError, Status, Warm};
 
@@ -229,19 +232,32 @@ pub fn fit_with(
     }
 }
 
+/// `fit`'s model row, as [`crate::agg`] exports it.
+pub enum ModelOut {
+    /// The bare one-row struct array of the model dtype (a successful fit of a label whose
+    /// dtype is physical): exported without a `Series` around it.
+    Arrow(PlSmallStr, Rc<output::ModelType>, Box<dyn Array>),
+    /// Any other model row (a failed fit, a logical label dtype).
+    Series(Series),
+}
+
 /// `fit`: one model row for the group.
-pub fn model(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Series> {
+pub fn model(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<ModelOut> {
     let label = &inputs[0];
     let meta = meta(label, kw);
-    match fit_one(inputs, kw)? {
+    let row = match fit_one(inputs, kw)? {
         Fitted::Model { fit, classes, n_rows } => {
+            if let Some((t, array)) = output::model_array(&meta, &fit, classes.as_ref(), n_rows) {
+                return Ok(ModelOut::Arrow(label.name().clone(), t, array));
+            }
             match output::model(label.name(), &meta, &fit, classes.as_ref(), n_rows) {
                 Err(e) if kw.on_error == "null" => output::null_model(label.name(), &meta, &status_of(&e)),
                 other => other,
             }
         }
         Fitted::Failed(status) => output::null_model(label.name(), &meta, &status),
-    }
+    };
+    row.map(ModelOut::Series)
 }
 
 /// The dtype of `fit_rows`' prediction field.

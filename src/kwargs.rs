@@ -167,6 +167,26 @@ thread_local! {
     static FIT: Cache<FitKwargs> = const { RefCell::new(None) };
     static CRF: Cache<CrfKwargs> = const { RefCell::new(None) };
     static PATH: Cache<PathKwargs> = const { RefCell::new(None) };
+    static RAW_FIT: Cache<FitKwargs> = const { RefCell::new(None) };
+}
+
+/// The `fit` kwargs from a plugin call's raw kwargs (the pickle of `{"packed": bytes}`), by
+/// those bytes: every group's call of a `group_by().agg` passes the same bytes, so that neither
+/// pickle is decoded again while they keep arriving (the hand-written entry of `fit`,
+/// [`crate::agg`]).
+pub fn fit_from_raw(raw: &[u8]) -> PolarsResult<Rc<FitKwargs>> {
+    RAW_FIT.with(|cell| {
+        if let Some((seen, value)) = cell.borrow().as_ref() {
+            if seen.as_slice() == raw {
+                return Ok(Rc::clone(value));
+            }
+        }
+        let packed: Packed = serde_pickle::from_slice(raw, Default::default())
+            .map_err(|e| compute(format!("invalid keyword arguments: {e}")))?;
+        let value = packed.fit()?;
+        *cell.borrow_mut() = Some((raw.to_vec(), Rc::clone(&value)));
+        Ok(value)
+    })
 }
 
 impl Packed {

@@ -5,6 +5,7 @@
 //! the solvers live in `sdca-core`.
 #![deny(clippy::unwrap_used, clippy::expect_used)]
 
+mod agg;
 mod cocoa;
 mod convert;
 mod crf;

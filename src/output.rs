@@ -121,10 +121,13 @@ pub struct ModelMeta<'a> {
 /// The model struct's dtype for one label dtype and its physical Arrow type, with the Arrow
 /// type of each field: built once per thread and reused while the label dtype stays the same
 /// (a `group_by().agg` builds one model per group).
-struct ModelType {
+pub struct ModelType {
     label: DataType,
     multiclass: bool,
-    dtype: DataType,
+    /// The model struct's dtype.
+    pub dtype: DataType,
+    /// Whether `dtype` has no logical type (its Arrow type is `arrow`).
+    physical: bool,
     arrow: ArrowDataType,
     children: Vec<ArrowDataType>,
     /// A one-row null `classes` (regression models): `new_null_array` costs about 18,000
@@ -150,7 +153,16 @@ fn model_type(label: &DataType, multiclass: bool) -> Rc<ModelType> {
             _ => Vec::new(),
         };
         let null_classes = children.get(2).map(|dt| new_null_array(dt.clone(), 1));
-        let t = Rc::new(ModelType { label: label.clone(), multiclass, dtype, arrow, children, null_classes });
+        let physical = dtype.to_arrow(CompatLevel::newest()) == arrow;
+        let t = Rc::new(ModelType {
+            label: label.clone(),
+            multiclass,
+            dtype,
+            physical,
+            arrow,
+            children,
+            null_classes,
+        });
         *cell.borrow_mut() = Some(Rc::clone(&t));
         t
     })
@@ -183,19 +195,44 @@ pub fn model(
     classes: Option<&Series>,
     n_rows: usize,
 ) -> PolarsResult<Series> {
-    match model_by_arrays(name, meta, fit, classes, n_rows) {
-        Ok(s) => Ok(s),
+    match model_arrays(meta, fit, classes, n_rows) {
+        Ok((t, array)) => Ok(wrap(name, &t, array)),
         Err(_) => model_by_series(name, meta, fit, classes, n_rows),
     }
 }
 
-fn model_by_arrays(
-    name: &str,
+/// The model column of a struct array that [`model_array`] built.
+pub fn wrap(name: &str, t: &ModelType, array: Box<dyn Array>) -> Series {
+    // SAFETY: `model_arrays`' `try_new` checked every field's array against the struct's Arrow
+    // type, which is `t.dtype`'s physical type: what `StructChunked::from_series` builds and
+    // then passes to the same constructor.
+    let ca = unsafe { StructChunked::from_chunks_and_dtype(name.into(), vec![array], t.dtype.clone()) };
+    ca.into_series()
+}
+
+/// A one-row model as the bare Arrow struct array of the model dtype, for the hand-written
+/// export of `fit` ([`crate::agg`]): `Some` only when the model dtype has no logical type
+/// (the label's dtype is physical), so that this array is what Polars itself would export, and
+/// the array built (else [`model`]'s `Series` takes over).
+pub fn model_array(
     meta: &ModelMeta<'_>,
     fit: &FitResult,
     classes: Option<&Series>,
     n_rows: usize,
-) -> PolarsResult<Series> {
+) -> Option<(Rc<ModelType>, Box<dyn Array>)> {
+    let t = model_type(meta.label_dtype, meta.multiclass);
+    if !t.physical {
+        return None;
+    }
+    model_arrays(meta, fit, classes, n_rows).ok()
+}
+
+fn model_arrays(
+    meta: &ModelMeta<'_>,
+    fit: &FitResult,
+    classes: Option<&Series>,
+    n_rows: usize,
+) -> PolarsResult<(Rc<ModelType>, Box<dyn Array>)> {
     let t = model_type(meta.label_dtype, meta.multiclass);
     let Some(ch) = t.children.get(..18) else { polars_bail!(ComputeError: "model type") };
     let c = fit.certificate;
@@ -243,11 +280,7 @@ fn model_by_arrays(
         text(fit.status.as_str()),
     ];
     let array = StructArray::try_new(t.arrow.clone(), 1, fields, None)?.boxed();
-    // SAFETY: `try_new` checked every field's array against the struct's Arrow type, which is
-    // `t.dtype`'s physical type: what `StructChunked::from_series` builds and then passes to
-    // the same constructor.
-    let ca = unsafe { StructChunked::from_chunks_and_dtype(name.into(), vec![array], t.dtype.clone()) };
-    Ok(ca.into_series())
+    Ok((t, array))
 }
 
 /// Offsets of a list column whose rows have the given lengths.
@@ -412,7 +445,7 @@ fn models_by_arrays(name: &str, meta: &ModelMeta<'_>, fitted: &[Fitted]) -> Pola
         Utf8ViewArray::from_slice_values(status).boxed(),
     ];
     let array = StructArray::try_new(t.arrow.clone(), n, fields, None)?.boxed();
-    // SAFETY: as in `model_by_arrays`, `try_new` checked every field against `t.dtype`'s
+    // SAFETY: as in `model`, `try_new` checked every field against `t.dtype`'s
     // physical Arrow type.
     let ca = unsafe { StructChunked::from_chunks_and_dtype(name.into(), vec![array], t.dtype.clone()) };
     Ok(ca.into_series())

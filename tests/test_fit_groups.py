@@ -93,3 +93,25 @@ def test_bad_arguments() -> None:
         df.select(ps.fit_groups("y", "x", by="y"))
     with pytest.raises(ValueError, match="l2"):
         ps.fit_groups("y", "x", by="x", l2=-1.0)
+
+
+def test_group_by_exports_each_label_with_its_own_schema() -> None:
+    """group_by().agg's hand-written export (src/agg.rs): a model schema kept per label name and
+    dtype, a Decimal label (a logical dtype: the generic export) and failed groups among
+    fitted ones give the same models as fit_groups."""
+    df = _frame(40, 30).with_columns(
+        t2=pl.col("t") * 2, td=pl.col("t").round(3).cast(pl.Decimal(12, 3)), yi=pl.col("y").cast(pl.Int8)
+    )
+    df = df.with_columns(yi=pl.when(pl.col("store") == "s007").then(1).otherwise(pl.col("yi")).cast(pl.Int8))
+    cases = {
+        "t": {"loss": "squared", "l2": 1e-3},
+        "t2": {"loss": "squared", "l2": 1e-3},
+        "td": {"loss": "squared", "l2": 1e-3},
+        "yi": {"loss": "logistic", "l2": 1e-2, "on_error": "null"},
+    }
+    out = df.group_by("store").agg(pl.col(c).sdca.fit(FEATS, **o) for c, o in cases.items()).sort("store")
+    for c, o in cases.items():
+        expected = df.select(ps.fit_groups(c, FEATS, by="store", **o)).unnest(c)
+        assert out.select("store", c).equals(expected), c
+    status = out.filter(pl.col("store") == "s007")["yi"].struct.field("status").item()
+    assert "all labels are +1" in status

@@ -57,37 +57,46 @@ use super::vlog::exp_sub;
 
 /// Columns per register block of [`vec_mat`]: sixteen accumulators (four AVX2 registers).
 const COLS: usize = 16;
+/// Zeros after the last row of the matrices given to [`vec_mat`] (the exponentiated
+/// transitions): its last block, rounded up to whole vectors of four, may read that far.
+const PAD: usize = 4;
 
-/// `out[l] = sum_j x[j] m[j][l]` (`m` row-major `x.len() x out.len()`), each sum taken in the
-/// order `j = 0, 1, ...` from `0.0`: the running sums of a block of [`COLS`] columns stay in
-/// registers while the rows stream by.
+/// `out[l] = sum_j x[j] m[j][l]` (`m` row-major `x.len() x out.len()`, followed by at least
+/// [`PAD`] more entries), each sum taken in the order `j = 0, 1, ...` from `0.0`: the running
+/// sums of a block of [`COLS`] columns stay in registers while the rows stream by. The columns
+/// left over (`K mod 16`) make one block of the next multiple of four, its extra columns
+/// (reading the next row, or the padding) computed and dropped: a fixed width compiles to whole
+/// vectors, where a loop to the remainder's width compiled to a comparison per cell.
 #[inline(always)]
 fn vec_mat(x: &[f64], m: &[f64], out: &mut [f64]) {
     let k = out.len();
-    debug_assert_eq!(m.len(), x.len() * k);
+    debug_assert!(m.len() >= x.len() * k + PAD);
     let mut c0 = 0;
     while c0 + COLS <= k {
-        let mut acc = [0.0; COLS];
-        for (j, &xj) in x.iter().enumerate() {
-            let row = &m[j * k + c0..j * k + c0 + COLS];
-            for c in 0..COLS {
-                acc[c] += xj * row[c];
-            }
-        }
-        out[c0..c0 + COLS].copy_from_slice(&acc);
+        col_block::<COLS>(x, m, k, c0, out);
         c0 += COLS;
     }
-    if c0 < k {
-        let w = k - c0;
-        let mut acc = [0.0; COLS];
-        for (j, &xj) in x.iter().enumerate() {
-            let row = &m[j * k + c0..j * k + k];
-            for c in 0..w {
-                acc[c] += xj * row[c];
-            }
-        }
-        out[c0..].copy_from_slice(&acc[..w]);
+    match (k - c0).div_ceil(4) {
+        0 => {}
+        1 => col_block::<4>(x, m, k, c0, out),
+        2 => col_block::<8>(x, m, k, c0, out),
+        3 => col_block::<12>(x, m, k, c0, out),
+        _ => col_block::<COLS>(x, m, k, c0, out),
     }
+}
+
+/// The block of [`vec_mat`] at columns `c0..c0 + W` (those below `k` written).
+#[inline(always)]
+fn col_block<const W: usize>(x: &[f64], m: &[f64], k: usize, c0: usize, out: &mut [f64]) {
+    let mut acc = [0.0; W];
+    for (j, &xj) in x.iter().enumerate() {
+        let row: &[f64; W] = m[j * k + c0..j * k + c0 + W].try_into().unwrap_or(&[0.0; W]);
+        for c in 0..W {
+            acc[c] += xj * row[c];
+        }
+    }
+    let w = (k - c0).min(W);
+    out[c0..c0 + w].copy_from_slice(&acc[..w]);
 }
 
 /// Neumaier's compensated sum: the rounding error of `n` additions stays `O(eps sum |x|)`
@@ -128,10 +137,10 @@ impl Sum {
 pub struct Transitions {
     /// `W`, `K x K`.
     scores: Vec<f64>,
-    /// `exp(W - max W)`.
+    /// `exp(W - max W)`, then [`PAD`] zeros.
     exp: Vec<f64>,
-    /// Its transpose (`exp_t[l * K + k] = exp[k * K + l]`): the backward recursion as a sum of
-    /// rows.
+    /// Its transpose (`exp_t[l * K + k] = exp[k * K + l]`; the same padding): the backward
+    /// recursion as a sum of rows.
     exp_t: Vec<f64>,
     /// `max W` (0 for an empty or non-finite matrix).
     max: f64,
@@ -151,12 +160,15 @@ impl Transitions {
         self.scores.extend_from_slice(trans);
         let m = trans.iter().copied().fold(f64::NEG_INFINITY, f64::max);
         self.max = if m.is_finite() { m } else { 0.0 };
-        self.exp.resize(trans.len(), 0.0);
-        exp_sub(trans, self.max, &mut self.exp);
-        self.exp_t.resize(trans.len(), 0.0);
+        let n = trans.len();
+        self.exp.resize(n + PAD, 0.0);
+        exp_sub(trans, self.max, &mut self.exp[..n]);
+        self.exp[n..].fill(0.0);
+        self.exp_t.resize(n + PAD, 0.0);
+        self.exp_t[n..].fill(0.0);
         let k = (trans.len() as f64).sqrt().round() as usize;
         if k * k == trans.len() {
-            for (j, row) in self.exp.chunks_exact(k).enumerate() {
+            for (j, row) in self.exp[..n].chunks_exact(k).enumerate() {
                 for (l, &v) in row.iter().enumerate() {
                     self.exp_t[l * k + j] = v;
                 }
@@ -290,7 +302,7 @@ crate::simd::kernel! {
         let n = t_len * k;
         let (psi, alpha, beta) = (&mut ws.psi[..n], &mut ws.alpha[..n], &mut ws.beta[..n]);
         let (lscale, zs) = (&mut ws.lscale[..t_len], &mut ws.z[..t_len]);
-        let (e, et) = (&trans.exp[..k * k], &trans.exp_t[..k * k]);
+        let (e, et) = (&trans.exp[..k * k + PAD], &trans.exp_t[..k * k + PAD]);
         let floor = if strict { f64::MIN_POSITIVE } else { 0.0 };
         let mut log_z = Sum::default();
         for t in 0..t_len {
@@ -594,6 +606,27 @@ pub(crate) mod tests {
     use super::*;
     use rand::{Rng, SeedableRng};
     use rand_xoshiro::Xoshiro256PlusPlus;
+
+    /// Every column of [`vec_mat`] is the plain sum in row order, whatever `K` (whole blocks,
+    /// rounded-up last blocks reading the padding).
+    #[test]
+    fn vec_mat_is_the_plain_sum_in_row_order() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(12);
+        for k in 1..=50 {
+            let x: Vec<f64> = (0..k).map(|_| rng.random_range(0.0..1.0)).collect();
+            let mut m: Vec<f64> = (0..k * k).map(|_| rng.random_range(0.0..1.0)).collect();
+            m.extend([0.0; PAD]);
+            let mut out = vec![f64::NAN; k];
+            vec_mat(&x, &m, &mut out);
+            for l in 0..k {
+                let mut s = 0.0;
+                for j in 0..k {
+                    s += x[j] * m[j * k + l];
+                }
+                assert_eq!(out[l].to_bits(), s.to_bits(), "k={k} l={l}");
+            }
+        }
+    }
 
     /// A compensated sum that overflows is `+inf`, not NaN; below overflow it is exact where
     /// the plain sum is not.

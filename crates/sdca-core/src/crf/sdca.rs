@@ -440,12 +440,14 @@ crate::simd::kernel! {
 /// and do not wait on one chain of additions.
 const LANES: usize = 4;
 
+crate::simd::kernel! {
 /// One clique block of a step (a node's `K` cells or an edge's `K^2`): turns the oracle's
 /// marginals `nu` in `d` into `delta = nu - mu` in place, adds `delta` to the direction's
 /// block `v`, and returns `[<mu, s>, <nu, s>, <delta, s>]` for the scores `s`, each summed in
-/// [`LANES`] lanes added as `(l0 + l1) + (l2 + l3)`.
-#[inline(always)]
-fn clique_terms(mu: &[f64], s: &[f64], d: &mut [f64], v: &mut [f64]) -> [f64; 3] {
+/// [`LANES`] lanes added as `(l0 + l1) + (l2 + l3)`. With AVX2, `clique_avx2` makes the same
+/// operations on whole lanes (the compiler turned these loops into two-wide and scalar code).
+#[inline]
+fn clique_terms(mu: &[f64], s: &[f64], d: &mut [f64], v: &mut [f64]) -> [f64; 3] as clique_terms_portable {
     let n = mu.len();
     debug_assert!(s.len() == n && d.len() == n && v.len() == n);
     let (mut a0, mut a1, mut a2) = ([0.0; LANES], [0.0; LANES], [0.0; LANES]);
@@ -480,6 +482,54 @@ fn clique_terms(mu: &[f64], s: &[f64], d: &mut [f64], v: &mut [f64]) -> [f64; 3]
         v[j] += d[j];
     }
     [(a0[0] + a0[1]) + (a0[2] + a0[3]), (a1[0] + a1[1]) + (a1[2] + a1[3]), (a2[0] + a2[1]) + (a2[2] + a2[3])]
+} avx2: clique_avx2::clique_terms
+}
+
+#[cfg(target_arch = "x86_64")]
+mod clique_avx2 {
+    //! [`super::clique_terms`] with AVX2 intrinsics: the portable body's operations, lane for
+    //! lane and in the same order (the same bits).
+    use std::arch::x86_64::*;
+
+    use super::LANES;
+
+    /// Safe to call with AVX2 for any lengths (the shortest slice bounds the loop).
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn clique_terms(mu: &[f64], s: &[f64], d: &mut [f64], v: &mut [f64]) -> [f64; 3] {
+        let n = mu.len().min(s.len()).min(d.len()).min(v.len());
+        let body = n - n % LANES;
+        let (mut a0, mut a1, mut a2) = (_mm256_setzero_pd(), _mm256_setzero_pd(), _mm256_setzero_pd());
+        let mut j = 0;
+        while j < body {
+            let m = _mm256_loadu_pd(mu.as_ptr().add(j));
+            let sc = _mm256_loadu_pd(s.as_ptr().add(j));
+            let nu = _mm256_loadu_pd(d.as_ptr().add(j));
+            a0 = _mm256_add_pd(a0, _mm256_mul_pd(m, sc));
+            a1 = _mm256_add_pd(a1, _mm256_mul_pd(nu, sc));
+            let dd = _mm256_sub_pd(nu, m);
+            a2 = _mm256_add_pd(a2, _mm256_mul_pd(dd, sc));
+            _mm256_storeu_pd(d.as_mut_ptr().add(j), dd);
+            let vj = v.as_mut_ptr().add(j);
+            _mm256_storeu_pd(vj, _mm256_add_pd(_mm256_loadu_pd(vj), dd));
+            j += LANES;
+        }
+        let (mut b0, mut b1, mut b2) = ([0.0; LANES], [0.0; LANES], [0.0; LANES]);
+        _mm256_storeu_pd(b0.as_mut_ptr(), a0);
+        _mm256_storeu_pd(b1.as_mut_ptr(), a1);
+        _mm256_storeu_pd(b2.as_mut_ptr(), a2);
+        for (l, j) in (body..n).enumerate() {
+            b0[l] += mu[j] * s[j];
+            b1[l] += d[j] * s[j];
+            d[j] -= mu[j];
+            b2[l] += d[j] * s[j];
+            v[j] += d[j];
+        }
+        [
+            (b0[0] + b0[1]) + (b0[2] + b0[3]),
+            (b1[0] + b1[1]) + (b1[2] + b1[3]),
+            (b2[0] + b2[1]) + (b2[2] + b2[3]),
+        ]
+    }
 }
 
 /// Scales `x` by `c` in place and returns `||c x||^2`, summed in [`LANES`] lanes.
@@ -2279,6 +2329,26 @@ mod tests {
         assert!(f.gap > 0.0 && (f.primal - f.dual - f.gap).abs() < 1e-10);
         let f = fit_toy(&t, CrfParams { max_epochs: 1, check_every: 0, ..params() });
         assert_eq!((f.status, f.steps, f.gap_trace.len()), (Status::MaxEpochs, 20, 1));
+    }
+
+    #[test]
+    fn clique_terms_dispatched_and_portable_give_the_same_bits() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(21);
+        for n in [0usize, 1, 3, 4, 7, 26, 81, 2025] {
+            let mu: Vec<f64> = (0..n).map(|_| rng.random_range(0.0..1.0)).collect();
+            let sc: Vec<f64> = (0..n).map(|_| rng.random_range(-3.0..3.0)).collect();
+            let nu: Vec<f64> = (0..n).map(|_| rng.random_range(0.0..1.0)).collect();
+            let v0: Vec<f64> = (0..n).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let (mut d1, mut v1, mut d2, mut v2) = (nu.clone(), v0.clone(), nu.clone(), v0.clone());
+            let a = clique_terms(&mu, &sc, &mut d1, &mut v1);
+            let b = clique_terms_portable(&mu, &sc, &mut d2, &mut v2);
+            assert_eq!(a.map(f64::to_bits), b.map(f64::to_bits), "n={n}");
+            assert_eq!(d1, d2);
+            assert_eq!(v1, v2);
+            let plain: f64 = mu.iter().zip(&sc).map(|(m, s)| m * s).sum();
+            assert!((a[0] - plain).abs() < 1e-12 * (1.0 + n as f64));
+            assert!(d1.iter().zip(&nu).zip(&mu).all(|((d, n), m)| *d == n - m));
+        }
     }
 
     #[test]
