@@ -474,15 +474,30 @@ fn clique_terms(mu: &[f64], s: &[f64], d: &mut [f64], v: &mut [f64]) -> [f64; 3]
             v[l] += dd[l];
         }
     }
-    for (l, j) in (body..n).enumerate() {
-        a0[l] += mu[j] * s[j];
-        a1[l] += d[j] * s[j];
+    clique_tail(mu, s, d, v, body..n, [a0, a1, a2])
+} avx2: clique_avx2::clique_terms
+}
+
+/// The end of [`clique_terms`] shared by its portable and AVX2 bodies: the cells `tail` (fewer
+/// than [`LANES`]) added to the first lanes of the sums `acc`, then each sum's lanes added as
+/// `(l0 + l1) + (l2 + l3)`.
+#[inline(always)]
+fn clique_tail(
+    mu: &[f64],
+    s: &[f64],
+    d: &mut [f64],
+    v: &mut [f64],
+    tail: std::ops::Range<usize>,
+    mut acc: [[f64; LANES]; 3],
+) -> [f64; 3] {
+    for (l, j) in tail.enumerate() {
+        acc[0][l] += mu[j] * s[j];
+        acc[1][l] += d[j] * s[j];
         d[j] -= mu[j];
-        a2[l] += d[j] * s[j];
+        acc[2][l] += d[j] * s[j];
         v[j] += d[j];
     }
-    [(a0[0] + a0[1]) + (a0[2] + a0[3]), (a1[0] + a1[1]) + (a1[2] + a1[3]), (a2[0] + a2[1]) + (a2[2] + a2[3])]
-} avx2: clique_avx2::clique_terms
+    acc.map(|a| (a[0] + a[1]) + (a[2] + a[3]))
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -517,18 +532,7 @@ mod clique_avx2 {
         _mm256_storeu_pd(b0.as_mut_ptr(), a0);
         _mm256_storeu_pd(b1.as_mut_ptr(), a1);
         _mm256_storeu_pd(b2.as_mut_ptr(), a2);
-        for (l, j) in (body..n).enumerate() {
-            b0[l] += mu[j] * s[j];
-            b1[l] += d[j] * s[j];
-            d[j] -= mu[j];
-            b2[l] += d[j] * s[j];
-            v[j] += d[j];
-        }
-        [
-            (b0[0] + b0[1]) + (b0[2] + b0[3]),
-            (b1[0] + b1[1]) + (b1[2] + b1[3]),
-            (b2[0] + b2[1]) + (b2[2] + b2[3]),
-        ]
+        super::clique_tail(mu, s, d, v, body..n, [b0, b1, b2])
     }
 }
 
