@@ -175,18 +175,7 @@ thread_local! {
 /// pickle is decoded again while they keep arriving (the hand-written entry of `fit`,
 /// [`crate::agg`]).
 pub fn fit_from_raw(raw: &[u8]) -> PolarsResult<Rc<FitKwargs>> {
-    RAW_FIT.with(|cell| {
-        if let Some((seen, value)) = cell.borrow().as_ref() {
-            if seen.as_slice() == raw {
-                return Ok(Rc::clone(value));
-            }
-        }
-        let packed: Packed = serde_pickle::from_slice(raw, Default::default())
-            .map_err(|e| compute(format!("invalid keyword arguments: {e}")))?;
-        let value = packed.fit()?;
-        *cell.borrow_mut() = Some((raw.to_vec(), Rc::clone(&value)));
-        Ok(value)
-    })
+    cached(&RAW_FIT, raw, |raw| unpickle::<Packed>(raw)?.fit())
 }
 
 impl Packed {
@@ -207,17 +196,29 @@ impl Packed {
 }
 
 fn decode<T: DeserializeOwned>(cache: &'static LocalKey<Cache<T>>, bytes: &[u8]) -> PolarsResult<Rc<T>> {
+    cached(cache, bytes, |bytes| Ok(Rc::new(unpickle(bytes)?)))
+}
+
+/// The value `make` builds from `bytes`, kept in the thread's `cache` while the same bytes
+/// keep arriving.
+fn cached<T>(
+    cache: &'static LocalKey<Cache<T>>,
+    bytes: &[u8],
+    make: impl FnOnce(&[u8]) -> PolarsResult<Rc<T>>,
+) -> PolarsResult<Rc<T>> {
     cache.with(|cell| {
         if let Some((seen, value)) = cell.borrow().as_ref() {
             if seen.as_slice() == bytes {
                 return Ok(Rc::clone(value));
             }
         }
-        let value: Rc<T> = Rc::new(
-            serde_pickle::from_slice(bytes, Default::default())
-                .map_err(|e| compute(format!("invalid keyword arguments: {e}")))?,
-        );
+        let value = make(bytes)?;
         *cell.borrow_mut() = Some((bytes.to_vec(), Rc::clone(&value)));
         Ok(value)
     })
+}
+
+fn unpickle<T: DeserializeOwned>(bytes: &[u8]) -> PolarsResult<T> {
+    serde_pickle::from_slice(bytes, Default::default())
+        .map_err(|e| compute(format!("invalid keyword arguments: {e}")))
 }

@@ -201,9 +201,10 @@ pub fn model(
     }
 }
 
-/// The model column of a struct array that [`model_array`] built.
+/// The model column of a struct array built by `StructArray::try_new` against `t.arrow`
+/// ([`model_array`], [`models`]).
 pub fn wrap(name: &str, t: &ModelType, array: Box<dyn Array>) -> Series {
-    // SAFETY: `model_arrays`' `try_new` checked every field's array against the struct's Arrow
+    // SAFETY: the callers' `try_new` checked every field's array against the struct's Arrow
     // type, which is `t.dtype`'s physical type: what `StructChunked::from_series` builds and
     // then passes to the same constructor.
     let ca = unsafe { StructChunked::from_chunks_and_dtype(name.into(), vec![array], t.dtype.clone()) };
@@ -444,11 +445,9 @@ fn models_by_arrays(name: &str, meta: &ModelMeta<'_>, fitted: &[Fitted]) -> Pola
         .boxed(),
         Utf8ViewArray::from_slice_values(status).boxed(),
     ];
+    // `try_new` checks every field against `t.dtype`'s physical Arrow type, as `wrap` needs.
     let array = StructArray::try_new(t.arrow.clone(), n, fields, None)?.boxed();
-    // SAFETY: as in `model`, `try_new` checked every field against `t.dtype`'s
-    // physical Arrow type.
-    let ca = unsafe { StructChunked::from_chunks_and_dtype(name.into(), vec![array], t.dtype.clone()) };
-    Ok(ca.into_series())
+    Ok(wrap(name, &t, array))
 }
 
 /// [`model`] from one `Series` per field (any label dtype).
