@@ -287,6 +287,17 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
         self.refresh_w();
     }
 
+    /// Sets the weight of `||w||^2 / 2` to `l2` and the rows' step curvatures `q` to match
+    /// (`row_sq` as in [`State::new`]); O(n). `v` and `w` are stale until the next
+    /// [`State::recenter`]: a parallel fit's partition ([`super::parallel`]) changes its
+    /// damping `sigma'` between rounds this way.
+    pub fn set_l2(&mut self, l2: f64, row_sq: &[f64]) {
+        self.l2 = l2;
+        self.scale = 1.0 / (l2 * self.problem.n() as f64);
+        let scale = self.scale;
+        self.q.iter_mut().zip(row_sq).for_each(|(q, r)| *q = r * scale);
+    }
+
     /// The unscaled dual sum `v` (shift included) as it stands, borrowed.
     pub fn point(&self) -> &[f64] {
         &self.v
