@@ -27,7 +27,7 @@ use super::multiclass;
 use super::shrink::{self, Shrinking};
 use super::{drive, goal, Budget, Context, Coordinate, Estimate, Judge, Outcome, Problem, Start, Verdict};
 use crate::config::{Sampling, GAP_NON_UNIFORM};
-use crate::data::Rows;
+use crate::data::{prefetch, Rows};
 use crate::error::Result;
 use crate::loss::BlockLoss;
 use crate::reg::{soft_threshold, ElasticNet, Reg, L2};
@@ -403,7 +403,15 @@ impl<D: Rows, L: BlockLoss, R: Reg> Coordinate for State<'_, '_, D, L, R> {
             // Random rows of a large matrix miss every cache: fetch the rows a few steps ahead
             // (their offsets first, then their entries) while this one is computed.
             if let Some(&far) = order[..kept].get(at + 2 * PREFETCH_AHEAD) {
-                x.prefetch_offsets(far as usize);
+                let far = far as usize;
+                x.prefetch_offsets(far);
+                // The row's own values, which need no offsets: label, dual, curvature, weight.
+                prefetch(self.problem.y.as_ptr().wrapping_add(far));
+                prefetch(self.alpha.as_ptr().wrapping_add(far * k));
+                prefetch(self.q.as_ptr().wrapping_add(far));
+                if let Some(s) = self.problem.weights {
+                    prefetch(s.as_ptr().wrapping_add(far));
+                }
             }
             if let Some(&near) = order[..kept].get(at + PREFETCH_AHEAD) {
                 x.prefetch_row(near as usize);
