@@ -17,7 +17,8 @@
 //!
 //! With `shrinking` (the default), a plain SDCA pass over a permutation leaves out the rows
 //! whose box-constrained dual is settled at a bound (liblinear's shrinking, `super::shrink`):
-//! `drive` keeps them at the tail of the order and brings them back when a check is due.
+//! `drive` keeps them at the tail of the order and brings them back after a check, but those
+//! that the check's certificate found settled ([`Coordinate::resume`]).
 //!
 //! [`Judge`] is the stopping rule: it turns a certified statement about the problem solved into
 //! the original problem's certificate and says whether it meets `tol`.
@@ -53,6 +54,12 @@ pub(crate) trait Coordinate {
     /// `check_every` alone.
     fn settled(&mut self) -> Option<bool> {
         None
+    }
+    /// After a check that did not stop the fit, with `order` holding every row of the passes:
+    /// how many of them the next pass visits, moved to the front. A solver that shrinks leaves
+    /// out the rows its certificate found settled ([`shrink`]); the others visit every row.
+    fn resume(&mut self, order: &mut [u32]) -> usize {
+        order.len()
     }
 }
 
@@ -279,7 +286,7 @@ impl Run {
 /// stops it, `budget` or `clock` runs out. `check` runs every `check_every` passes (for a
 /// solver with a running estimate: those where it has [`Coordinate::settled`]), after the last
 /// pass when `check_last`, and always when time is up. Rows a pass drops leave the permutation
-/// (the tail of `order`) until a check is due.
+/// (the tail of `order`) until a check ([`Coordinate::resume`]).
 pub(crate) fn drive<S: Coordinate>(
     solver: &mut S,
     order: &mut [u32],
@@ -308,9 +315,6 @@ pub(crate) fn drive<S: Coordinate>(
             Some(settled) => settled && scheduled,
             None => scheduled,
         };
-        if due {
-            kept = order.len();
-        }
         run.checked_last = due || (run.work >= max as f64 && budget.check_last) || out_of_time;
         if run.checked_last {
             if let Verdict::Stop = check(solver) {
@@ -321,6 +325,8 @@ pub(crate) fn drive<S: Coordinate>(
                 run.end = End::Seconds;
                 return run;
             }
+            // The rows shrunk away come back, but those the check found settled.
+            kept = solver.resume(order);
         }
     }
     run
