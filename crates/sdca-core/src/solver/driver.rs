@@ -332,8 +332,9 @@ pub(crate) fn drive<S: Coordinate>(
     run
 }
 
-/// Fills `order` (the rows a pass keeps) with the next pass's rows: a fresh permutation of them,
-/// or as many draws from `solver.active()` (uniform, or by the stored gaps).
+/// Fills `order` (the rows a pass keeps: some of `solver.active()`, each once; all of them when
+/// as many) with the next pass's rows: a fresh permutation of them, or as many draws from
+/// `solver.active()` (uniform, or by the stored gaps).
 pub(crate) fn draw<S: Coordinate>(
     solver: &S,
     order: &mut [u32],
@@ -341,6 +342,9 @@ pub(crate) fn draw<S: Coordinate>(
     rng: &mut Xoshiro256PlusPlus,
 ) {
     match sampling {
+        Sampling::Permutation if order.len() >= BUCKETED_ROWS && order.len() == solver.active().len() => {
+            bucket_permutation(solver.active(), order, rng)
+        }
         Sampling::Permutation => block_shuffle(order, rng),
         Sampling::Uniform => {
             let active = solver.active();
@@ -403,6 +407,35 @@ fn block_shuffle(order: &mut [u32], rng: &mut Xoshiro256PlusPlus) {
         sorted[start[b]..start[b + 1]].shuffle(rng);
     }
     order.copy_from_slice(&sorted);
+}
+
+/// [`block_shuffle`] of every row of a pass, written from `active` (the rows in ascending
+/// order) instead of sorted from the last pass's order: the buckets in a random order, each
+/// bucket's rows copied from `active` and shuffled in place. Only streaming reads and writes
+/// (the counting sort of [`block_shuffle`] scatters every row: half the cost of the draw of a
+/// pass over 203,621 rows).
+fn bucket_permutation(active: &[u32], order: &mut [u32], rng: &mut Xoshiro256PlusPlus) {
+    debug_assert!(active.len() == order.len() && active.windows(2).all(|p| p[0] < p[1]));
+    let bucket = |i: u32| (i >> BUCKET_BITS) as usize;
+    let buckets = active.last().map_or(0, |&i| bucket(i) + 1);
+    // `start[b]..start[b + 1]`: bucket `b`'s rows in `active`.
+    let mut start = vec![0usize; buckets + 1];
+    for &i in active {
+        start[bucket(i) + 1] += 1;
+    }
+    for b in 0..buckets {
+        start[b + 1] += start[b];
+    }
+    let mut sequence: Vec<u32> = (0..buckets as u32).collect();
+    sequence.shuffle(rng);
+    let mut at = 0;
+    for &b in &sequence {
+        let rows = &active[start[b as usize]..start[b as usize + 1]];
+        let slots = &mut order[at..at + rows.len()];
+        slots.copy_from_slice(rows);
+        slots.shuffle(rng);
+        at += rows.len();
+    }
 }
 
 /// Turns a certified statement about the solved problem into the original problem's
@@ -481,5 +514,28 @@ mod tests {
         let mut check = small.clone();
         check.sort_unstable();
         assert_eq!(check, (0..100).collect::<Vec<u32>>());
+    }
+
+    /// A pass over every row writes the bucketed permutation from the rows themselves: each
+    /// row once, one run of slots per bucket, buckets and rows in a random order, the same for
+    /// the same seed whatever the last pass's order was.
+    #[test]
+    fn bucket_permutation_draws_every_row_by_buckets() {
+        // The rows of the passes: those of positive weight, in ascending order.
+        let active: Vec<u32> = (0..3 * BUCKETED_ROWS as u32).filter(|i| i % 5 != 2).collect();
+        let mut order = active.clone();
+        order.reverse();
+        bucket_permutation(&active, &mut order, &mut Xoshiro256PlusPlus::seed_from_u64(3));
+        let mut seen = order.clone();
+        seen.sort_unstable();
+        assert_eq!(seen, active, "a permutation of the rows");
+        let buckets: Vec<u32> = order.iter().map(|&i| i >> BUCKET_BITS).collect();
+        let runs = 1 + buckets.windows(2).filter(|p| p[0] != p[1]).count();
+        assert_eq!(runs, (3 * BUCKETED_ROWS) >> BUCKET_BITS, "one run of slots per bucket");
+        assert!(buckets.windows(2).any(|p| p[0] > p[1]), "buckets in a random order");
+        assert!(order.windows(2).any(|p| p[0] > p[1] && p[0] >> BUCKET_BITS == p[1] >> BUCKET_BITS));
+        let mut again = active.clone();
+        bucket_permutation(&active, &mut again, &mut Xoshiro256PlusPlus::seed_from_u64(3));
+        assert_eq!(again, order, "deterministic for a seed");
     }
 }
