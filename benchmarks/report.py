@@ -132,7 +132,7 @@ def _stored_multiclass(folder: Path, data: str, loss: str, l2: str) -> dict[str,
     text = path.read_text()
     rows = {}
     for m in re.finditer(
-        rf"^\| {data} \| {loss} \| {re.escape(l2)} \| (\S+) \| [^|]+ \| ([\d.]+)( \(missed\))? \|"
+        rf"^\| {data} \| {loss} \| {re.escape(l2)} \| (\S+) \| [^|]+ \| ([\d.]+)( \(missed[^)]*\))? \|"
         r"[^|]*\|[^|]*\| (\S+) \|$",
         text,
         re.MULTILINE,
