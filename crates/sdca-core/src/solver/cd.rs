@@ -837,12 +837,14 @@ impl Descent<'_> {
         0.5 * curvature * delta * delta
     }
 
-    /// The residuals recomputed from the model (no drift); returns the entries visited.
+    /// The residuals recomputed from the model (no drift); returns the entries visited. Over
+    /// `live` (increasing, every nonzero weight's slot): the shifts of a scan of every slot, in
+    /// the same order, without the scan.
     fn refresh(&mut self) -> usize {
         let cols = self.cols;
         self.r.iter_mut().zip(&cols.y).for_each(|(r, y)| *r = -y);
         let mut visited = self.r.len();
-        for j in (0..self.w.len()).filter(|&j| self.w[j] != 0.0) {
+        for &j in self.live.iter().filter(|&&j| self.w[j] != 0.0) {
             cols.shift(j, self.w[j], &mut self.r);
             visited += cols.len(j);
         }
@@ -1173,6 +1175,11 @@ pub(super) trait Primal {
     fn model(&self) -> &[f64];
     /// Takes the model out (the fit is over).
     fn take_model(&mut self) -> Vec<f64>;
+    /// The slots whose weight may be nonzero, increasing (every nonzero weight's is here), when
+    /// the method keeps them; `None`: scan the model.
+    fn live(&self) -> Option<&[usize]> {
+        None
+    }
     /// The per-row terms recomputed from the model (no drift); returns the entries visited.
     fn refresh(&mut self) -> usize;
     /// `P(w)` from the per-row terms.
@@ -1193,6 +1200,9 @@ impl Primal for Descent<'_> {
     }
     fn take_model(&mut self) -> Vec<f64> {
         std::mem::take(&mut self.w)
+    }
+    fn live(&self) -> Option<&[usize]> {
+        Some(&self.live)
     }
     fn refresh(&mut self) -> usize {
         Descent::refresh(self)
@@ -1216,18 +1226,20 @@ impl Primal for Descent<'_> {
 
 /// The method for the loss of `ctx` from the model `w` on the columns `cols`: coordinate
 /// descent for the squared loss (with the Newton products `gram`), proximal Newton for the
-/// other losses [`chosen`] admits.
+/// other losses [`chosen`] admits. `support`: the slots of `w`'s nonzero weights, increasing,
+/// when known (`None`: a scan of `w`).
 fn method<'c, D: Rows, L: Loss + 'c>(
     ctx: &Context<'_, '_, D, L>,
     cols: &'c Columns,
     w: Vec<f64>,
+    support: Option<Vec<usize>>,
     gram: &'c mut Gram,
 ) -> Result<Box<dyn Primal + 'c>> {
     let (l1, l2, nf) = (ctx.cfg.l1, ctx.l2, ctx.problem.n() as f64);
     let r = zeros::<f64>(cols.kept.len())?;
     Ok(if ctx.cfg.loss == LossKind::Squared {
         let history = VecDeque::with_capacity(EXTRAPOLATE + 1);
-        let live = (0..w.len()).filter(|&j| w[j] != 0.0).collect();
+        let live = support.unwrap_or_else(|| (0..w.len()).filter(|&j| w[j] != 0.0).collect());
         Box::new(Descent { cols, l1, l2, nf, w, r, gram, history, live })
     } else {
         Box::new(super::prox_newton::ProxNewton::new(cols, ctx.loss, (l1, l2), nf, w)?)
@@ -1241,8 +1253,8 @@ fn method<'c, D: Rows, L: Loss + 'c>(
 pub(crate) fn run<D: Rows, L: Loss>(ctx: &mut Context<'_, '_, D, L>, w: Vec<f64>) -> Result<Outcome> {
     let cols = Columns::of(ctx.problem, ctx.bias())?;
     let mut gram = Gram::default();
-    let mut s = method(ctx, &cols, w, &mut gram)?;
-    descend(ctx, &cols, s.as_mut(), None, true).map(|(out, _, _)| out)
+    let mut s = method(ctx, &cols, w, None, &mut gram)?;
+    descend(ctx, &cols, s.as_mut(), None, true).map(|(out, _, _, _)| out)
 }
 
 /// What the fits of a path share (module docs, "Paths"): the columns, built once, the last
@@ -1251,6 +1263,10 @@ pub(crate) struct Shared {
     cols: Columns,
     seed: Option<Seed>,
     gram: Gram,
+    /// The last fit's model (feature-major, the intercept feature's weight in slot `d`) and the
+    /// slots of its nonzero weights, increasing: the next fit, warm-started from that model,
+    /// starts from this copy ([`fit_shared`]'s `resume`) instead of a pass over every feature.
+    last: Option<(Vec<f64>, Vec<usize>)>,
 }
 
 /// A fit's final dual point (`u` over every feature) and the `l2` it was certified at.
@@ -1274,7 +1290,7 @@ struct Anchor {
 impl Shared {
     /// The shared state of the fits of `problem` with the constant feature `bias`.
     pub(crate) fn of<D: Rows>(problem: &Problem<'_, D>, bias: f64) -> Result<Self> {
-        Ok(Self { cols: Columns::of(problem, bias)?, seed: None, gram: Gram::default() })
+        Ok(Self { cols: Columns::of(problem, bias)?, seed: None, gram: Gram::default(), last: None })
     }
 }
 
@@ -1282,46 +1298,102 @@ impl Shared {
 /// proximal Newton) from `warm`, on the columns of `shared`. Its first certificate is the last
 /// fit's dual point moved into this problem's feasible set, so the fit starts with the working
 /// set (and, with `screening`, the Gap Safe screening) it gives, without a pass over the
-/// columns (module docs, "Paths"); without `screening` no feature is screened. Returns the fit
-/// and the features screened at its end and the stored entries its passes read (its clock's
-/// work, not rounded up to whole passes as `epochs` is). Errors as [`super::fit_from`].
+/// columns (module docs, "Paths"); without `screening` no feature is screened. `resume`: `warm`
+/// is the model the last fit on `shared` returned, so the fit starts from `shared`'s copy of it
+/// (the same start, without `d`-long passes to rebuild and check it). Returns the fit and the
+/// features screened at its end and the stored entries its passes read (its clock's work, not
+/// rounded up to whole passes as `epochs` is). Errors as [`super::fit_from`].
 pub(crate) fn fit_shared<D: Rows>(
     problem: &Problem<'_, D>,
     cfg: &FitConfig,
     warm: Option<&Warm<'_>>,
+    resume: bool,
     shared: &mut Shared,
     screening: bool,
 ) -> Result<(FitResult, usize, u64)> {
     let (d, k) = (problem.x.n_cols(), problem.n_outputs);
     crate::budget::check_linear(&cfg.budget(), problem.n(), d, k, crate::budget::Width::Features)?;
-    let w = Warm::start(warm, d, k, cfg.intercept_scaling)?;
+    let bias = cfg.intercept_scaling;
+    let (w, support) = match shared.last.take().filter(|_| resume && warm.is_some() && k == 1) {
+        // Warm::start's start from that model: the intercept slot from the returned intercept.
+        Some((mut w, support)) => {
+            w[d] = if bias > 0.0 { (bias * w[d]) / bias } else { 0.0 };
+            (w, Some(support))
+        }
+        None => (Warm::start(warm, d, k, bias)?, None),
+    };
     with_scalar_loss!(cfg.loss, |loss| {
         let mut ctx = Context::exact(problem, loss, cfg);
         // For l2 > 0 every theta is feasible (the dual has no constraint of its own), so an
         // elastic-net path's seed carries over although its l2 moves with l1; for l2 = 0, only
         // a point feasible at l2 = 0 (balanced for the intercept).
         let seed = shared.seed.take().filter(|s| cfg.l2 > 0.0 || s.l2 == 0.0);
-        let mut s = method(&ctx, &shared.cols, w, &mut shared.gram)?;
-        let (out, seed, screened) = descend(&mut ctx, &shared.cols, s.as_mut(), seed, screening)?;
+        let mut s = method(&ctx, &shared.cols, w, support, &mut shared.gram)?;
+        let (out, seed, screened, support) = descend(&mut ctx, &shared.cols, s.as_mut(), seed, screening)?;
         shared.seed = Some(seed);
         let visited = (ctx.clock.work() * shared.cols.pass()).round() as u64;
-        super::finite(ctx.finish(out)).map(|fit| (fit, screened, visited))
+        let (fit, w) = result(&ctx, out, &support)?;
+        shared.last = Some((w, support));
+        Ok((fit, screened, visited))
     }, multiclass => Err(SdcaError::Internal(format!(
         "coordinate descent reached with loss {:?}, which it refuses; please report",
         cfg.loss.name()
     ))))
 }
 
+/// [`Context::finish`] and [`super::finite`] of the outcome `out` of one output whose model's
+/// weights other than zero are in the slots `support` (increasing): the coefficients scattered
+/// into zeros and only those checked, so neither reads every feature. The same result and the
+/// same errors; returns the model too.
+fn result<D: Rows, L: Loss>(
+    ctx: &Context<'_, '_, D, L>,
+    out: Outcome,
+    support: &[usize],
+) -> Result<(FitResult, Vec<f64>)> {
+    let d = ctx.problem.x.n_cols();
+    let w = out.w;
+    let mut coef = vec![0.0; d];
+    support.iter().filter(|&&j| j < d).for_each(|&j| coef[j] = w[j]);
+    let intercept = vec![ctx.bias() * w[d]];
+    let c = out.certificate;
+    let bad = |v: &[f64]| v.iter().any(|x| !x.is_finite());
+    let outputs: [(&'static str, bool); 4] = [
+        ("the fit's coef", support.iter().any(|&j| j < d && !w[j].is_finite())),
+        ("the fit's intercept", bad(&intercept)),
+        ("the fit's dual variables", bad(&out.alpha)),
+        ("the fit's duality gap certificate", bad(&[c.primal, c.dual, c.gap, out.solved_gap])),
+    ];
+    if let Some(&(what, _)) = outputs.iter().find(|(_, bad)| *bad) {
+        return Err(SdcaError::NonFiniteResult { what });
+    }
+    let fit = FitResult {
+        coef,
+        intercept,
+        alpha: out.alpha,
+        n_outputs: 1,
+        certificate: c,
+        epochs: ctx.clock.epochs,
+        status: if ctx.clock.interrupted { Status::Interrupted } else { out.status },
+        gap_trace: out.gap_trace,
+        solver: out.solver,
+        l2_used: ctx.l2,
+        solved_gap: out.solved_gap,
+        outer_iterations: out.outer_iterations,
+    };
+    Ok((fit, w))
+}
+
 /// [`run`] with the method `s` on the columns `cols`, from the dual point `seed`, with Gap Safe
 /// screening when `screening` (module docs, "Paths"); returns the outcome, its dual point as
-/// the next fit's seed and the features screened at the end.
+/// the next fit's seed, the features screened at the end and the slots of the model's weights
+/// other than `+0` (increasing).
 fn descend<D: Rows, L: Loss>(
     ctx: &mut Context<'_, '_, D, L>,
     cols: &Columns,
     s: &mut dyn Primal,
     seed: Option<Seed>,
     mut screening: bool,
-) -> Result<(Outcome, Seed, usize)> {
+) -> Result<(Outcome, Seed, usize, Vec<usize>)> {
     let (problem, cfg, loss) = (ctx.problem, ctx.cfg, ctx.loss);
     let (d, nf, bias) = (problem.x.n_cols(), problem.n() as f64, ctx.bias());
     let intercept: Option<usize> = (bias > 0.0).then_some(d);
@@ -1345,7 +1417,6 @@ fn descend<D: Rows, L: Loss>(
     let (status, point) = loop {
         outer += 1;
         ctx.clock.add_pass(s.refresh() as f64 / total);
-        let scope: Vec<usize> = (0..d).filter(|&j| !screened[j]).collect();
         let point = match seed.take() {
             // Its u is over every feature, and nothing is screened yet; the features it only
             // bounds get their exact u where the bound could change a decision (module docs).
@@ -1362,6 +1433,7 @@ fn descend<D: Rows, L: Loss>(
                 p
             }
             None => {
+                let scope: Vec<usize> = (0..d).filter(|&j| !screened[j]).collect();
                 let (point, visited) = s.check(&scope);
                 ctx.clock.add_pass(visited as f64 / total);
                 point
@@ -1411,10 +1483,11 @@ fn descend<D: Rows, L: Loss>(
             continue;
         }
         gap_trace.push(c.gap);
-        // Dynamic Gap Safe screening (module docs).
+        // Dynamic Gap Safe screening (module docs), over the features not screened before it
+        // (a feature's flag changes only at its own turn).
         let reach = reach(&c);
-        for j in scope.iter().copied().filter(|_| screening) {
-            if safe(point.u[j], norms[j], reach) {
+        for j in (0..d).filter(|_| screening) {
+            if !screened[j] && safe(point.u[j], norms[j], reach) {
                 screened[j] = true;
                 s.zero(j);
             }
@@ -1438,6 +1511,11 @@ fn descend<D: Rows, L: Loss>(
     for (&i, theta) in cols.kept.iter().zip(&point.theta) {
         alpha[i as usize] = *theta;
     }
+    // Every weight other than +0 is in `live` (a zero weight is +0 or -0).
+    let support: Vec<usize> = match s.live() {
+        Some(live) => live.iter().copied().filter(|&j| s.model()[j].to_bits() != 0).collect(),
+        None => (0..=d).filter(|&j| s.model()[j].to_bits() != 0).collect(),
+    };
     let out = Outcome {
         w: s.take_model(),
         alpha,
@@ -1449,7 +1527,7 @@ fn descend<D: Rows, L: Loss>(
         outer_iterations: outer,
     };
     let left_out = screened.iter().filter(|&&z| z).count();
-    Ok((out, Seed { point, l2: ctx.l2, loose }, left_out))
+    Ok((out, Seed { point, l2: ctx.l2, loose }, left_out, support))
 }
 
 #[cfg(test)]
@@ -1614,7 +1692,8 @@ mod tests {
                 let l1 = 0.05 * 0.85f64.powi(k);
                 let cfg = FitParams { l1, ..base.clone() }.check().unwrap();
                 let start = warm.as_ref().map(Warm::from);
-                let (r, _, _) = fit_shared(p, &cfg, start.as_ref(), &mut shared, screening).unwrap();
+                let (r, _, _) =
+                    fit_shared(p, &cfg, start.as_ref(), start.is_some(), &mut shared, screening).unwrap();
                 let case = format!("{case} l1 {l1} screening {screening}");
                 assert!(r.converged(), "{case}: {r:?}");
                 let (primal, dual) = certify_l1(p, &cfg, &r);
