@@ -613,36 +613,52 @@ impl Columns {
     /// it lacks, or holds only a bound of) from the fit's `anchor` (module docs, "Completing the
     /// certificate"): a feature whose bound proves `|u_j| < l1` keeps the bound, the others are
     /// computed. Returns the point, which features kept a bound, and the stored entries read
-    /// (the columns computed, plus the rows for the distance to the anchor).
+    /// (the columns computed, plus the rows for the distance to the anchor). `None` when no
+    /// feature is in `rest` (the point is complete). One pass over the features: the rest
+    /// completed, and for `l2 > 0` the features that can add to the dual listed ([`hot`]).
     #[allow(clippy::too_many_arguments)]
     fn complete<L: Loss>(
         &self,
         loss: L,
         mut point: Point,
-        rest: impl Iterator<Item = usize>,
+        rest: impl Fn(usize) -> bool,
         anchor: &Anchor,
         penalty: (f64, f64),
         nf: f64,
-    ) -> (Point, Vec<bool>, usize) {
+    ) -> std::result::Result<(Point, Vec<bool>, usize), Point> {
+        let d = self.h.len() - 1;
+        let Some(first) = (0..d).find(|&j| rest(j)) else { return Err(point) };
         let t = self.scaled(&point.theta);
         let dist = t.iter().zip(&anchor.t).map(|(a, b)| (a - b) * (a - b)).sum::<f64>().sqrt() / nf;
         // The rounding of the anchor's products, |fl(x . t) - x . t| <= n eps ||x|| ||t||, over n.
         let slack = f64::EPSILON * anchor.t.iter().map(|v| v * v).sum::<f64>().sqrt();
-        let d = self.h.len() - 1;
         let mut loose = vec![false; d];
         let mut visited = 2 * t.len();
-        for j in rest {
-            let bound = (anchor.u[j].abs() + self.norms[j] * (dist + slack)) * (1.0 + 1e-9);
-            if bound < penalty.0 {
-                (point.u[j], loose[j]) = (bound, true);
-            } else {
-                point.u[j] = self.grad(j, &t, nf);
-                visited += self.len(j);
+        let (l1, l2) = penalty;
+        let mut hot = Vec::new();
+        for j in 0..d {
+            if j >= first && rest(j) {
+                // The anchor's u, or (the fit's first point, not yet kept apart) this point's own.
+                let at = anchor.u.as_ref().map_or(point.u[j], |u| u[j]);
+                let bound = (at.abs() + self.norms[j] * (dist + slack)) * (1.0 + 1e-9);
+                if bound < l1 {
+                    (point.u[j], loose[j]) = (bound, true);
+                } else {
+                    point.u[j] = self.grad(j, &t, nf);
+                    visited += self.len(j);
+                }
+            }
+            if l2 > 0.0 && !(point.u[j].abs() <= l1) {
+                hot.push(j);
             }
         }
-        let point =
-            self.finish(loss, point.theta, point.u, point.u_c, 0..d, point.certificate.primal, penalty, nf);
-        (point, loose, visited)
+        let primal = point.certificate.primal;
+        let point = if l2 > 0.0 {
+            self.finish(loss, point.theta, point.u, point.u_c, hot.into_iter(), primal, penalty, nf)
+        } else {
+            self.finish(loss, point.theta, point.u, point.u_c, 0..d, primal, penalty, nf)
+        };
+        Ok((point, loose, visited))
     }
 
     /// The exact `u_j` of `point`'s duals for each feature `j` whose entry is only a bound
@@ -761,6 +777,13 @@ fn better(a: Point, b: Option<Point>) -> Point {
         }
         _ => a,
     }
+}
+
+/// The features whose `u` can add to the dual for `l2 > 0`, increasing: those not proven
+/// `|u_j| <= l1` (elsewhere `soft(u_j, l1) = 0`, and a sum's `+ 0` keeps its bits), so a
+/// certificate's sum runs over them instead of every feature.
+fn hot(u: &[f64], l1: f64) -> Vec<usize> {
+    (0..u.len()).filter(|&j| !(u[j].abs() <= l1)).collect()
 }
 
 /// The state of the descent.
@@ -1283,7 +1306,9 @@ struct Seed {
 /// certificate (module docs, "Completing the certificate").
 struct Anchor {
     t: Vec<f64>,
-    u: Vec<f64>,
+    /// `None` while the point in hand is the first one (its own `u`, copied only when the fit
+    /// goes on past it).
+    u: Option<Vec<f64>>,
     loose: Vec<bool>,
 }
 
@@ -1425,7 +1450,14 @@ fn descend<D: Rows, L: Loss>(
                 let top = |p: &Point| (0..d).filter(|&j| !loose[j]).fold(0.0f64, |m, j| m.max(p.u[j].abs()));
                 let into = if penalty.1 == 0.0 { top(&p).max(cfg.l1) } else { cfg.l1 };
                 let visited = cols.sharpen(&mut p, &mut loose, |_, bound| bound >= into, nf);
-                let mut p = cols.finish(loss, p.theta, p.u, p.u_c, 0..d, s.primal(), penalty, nf);
+                // For l2 > 0, over the features that can add to the dual (the loose ones'
+                // bounds are below l1 now).
+                let mut p = if penalty.1 > 0.0 {
+                    let scope = hot(&p.u, cfg.l1);
+                    cols.finish(loss, p.theta, p.u, p.u_c, scope.into_iter(), s.primal(), penalty, nf)
+                } else {
+                    cols.finish(loss, p.theta, p.u, p.u_c, 0..d, s.primal(), penalty, nf)
+                };
                 let reach = if screening { reach(&p.certificate) } else { f64::INFINITY };
                 let kept = |j: usize, bound: f64| !safe(bound, norms[j], reach);
                 let visited = visited + cols.sharpen(&mut p, &mut loose, kept, nf);
@@ -1446,7 +1478,7 @@ fn descend<D: Rows, L: Loss>(
         // The first point's u is over every feature (nothing is screened yet).
         let anchor = anchor.get_or_insert_with(|| Anchor {
             t: cols.scaled(&point.theta),
-            u: point.u.clone(),
+            u: None,
             loose: std::mem::take(&mut loose),
         });
         // The best dual point so far (every one stays feasible).
@@ -1460,14 +1492,13 @@ fn descend<D: Rows, L: Loss>(
         if met || late || ctx.clock.remaining() == 0 {
             // The certificate returned is over every feature (module docs): the point's u
             // completed over the screened features and those the anchor only bounds.
-            let rest = |j: &usize| screened[*j] || anchor.loose[*j];
-            let (full, bounded) = if !(0..d).any(|j| rest(&j)) {
-                (point, vec![false; d])
-            } else {
-                let rest = (0..d).filter(rest);
-                let (full, bounded, visited) = cols.complete(loss, point, rest, anchor, penalty, nf);
-                ctx.clock.add_pass(visited as f64 / total);
-                (full, bounded)
+            let rest = |j: usize| screened[j] || anchor.loose[j];
+            let (full, bounded) = match cols.complete(loss, point, rest, anchor, penalty, nf) {
+                Err(point) => (point, vec![false; d]),
+                Ok((full, bounded, visited)) => {
+                    ctx.clock.add_pass(visited as f64 / total);
+                    (full, bounded)
+                }
             };
             loose = bounded;
             gap_trace.push(full.certificate.gap);
@@ -1478,11 +1509,20 @@ fn descend<D: Rows, L: Loss>(
                 break (if late { Status::MaxSeconds } else { Status::MaxEpochs }, full);
             }
             // The screening's certificate met tol and the full one did not: go on without it.
+            // The first point was completed in place: its bounds (at distance 0) stand for it.
+            if anchor.u.is_none() {
+                anchor.u = Some(full.u.clone());
+                anchor.loose.clone_from(&loose);
+            }
             screened.iter_mut().for_each(|z| *z = false);
             (screening, best) = (false, None);
             continue;
         }
         gap_trace.push(c.gap);
+        // The fit goes on past its first point: the anchor keeps its u.
+        if anchor.u.is_none() {
+            anchor.u = Some(point.u.clone());
+        }
         // Dynamic Gap Safe screening (module docs), over the features not screened before it
         // (a feature's flag changes only at its own turn).
         let reach = reach(&c);
