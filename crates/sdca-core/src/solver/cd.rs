@@ -1172,14 +1172,21 @@ fn combine(history: &VecDeque<Vec<f64>>, c: &[f64]) -> Vec<f64> {
 }
 
 /// The working set (module docs): the support, then the features not screened whose dual
-/// constraint `u` is nearest to violating, `size` in all, in increasing order.
-fn working_set(w: &[f64], u: &[f64], norms: &[f64], screened: &[bool], l1: f64, size: usize) -> Vec<usize> {
-    let d = screened.len();
-    let mut set: Vec<usize> = (0..d).filter(|&j| w[j] != 0.0).collect();
-    let mut rest: Vec<(f64, usize)> = (0..d)
-        .filter(|&j| !screened[j] && w[j] == 0.0 && norms[j] > 0.0)
-        .map(|j| ((l1 - u[j].abs()) / norms[j], j))
-        .collect();
+/// constraint `u` is nearest to violating, `size` in all, in increasing order. `kept`: the
+/// features not screened, increasing (a screened feature's weight is zero).
+fn working_set(
+    w: &[f64],
+    u: &[f64],
+    norms: &[f64],
+    kept: impl Iterator<Item = usize> + Clone,
+    l1: f64,
+    size: usize,
+) -> Vec<usize> {
+    let mut set: Vec<usize> = kept.clone().filter(|&j| w[j] != 0.0).collect();
+    // The ranking is a total order (ties by index), so the features chosen do not depend on
+    // the order they come in.
+    let mut rest: Vec<(f64, usize)> =
+        kept.filter(|&j| w[j] == 0.0 && norms[j] > 0.0).map(|j| ((l1 - u[j].abs()) / norms[j], j)).collect();
     let want = size.saturating_sub(set.len()).min(rest.len());
     if want > 0 && want < rest.len() {
         rest.select_nth_unstable_by(want - 1, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -1425,6 +1432,8 @@ fn descend<D: Rows, L: Loss>(
     let total = cols.pass();
     let norms = &cols.norms;
     let mut screened = vec![false; d];
+    // The features not screened, increasing (`None`: every feature).
+    let mut kept: Option<Vec<usize>> = None;
     let mut gap_trace = Vec::new();
     let mut outer = 0u32;
     let mut best: Option<Point> = None;
@@ -1465,7 +1474,7 @@ fn descend<D: Rows, L: Loss>(
                 p
             }
             None => {
-                let scope: Vec<usize> = (0..d).filter(|&j| !screened[j]).collect();
+                let scope: Vec<usize> = kept.clone().unwrap_or_else(|| (0..d).collect());
                 let (point, visited) = s.check(&scope);
                 ctx.clock.add_pass(visited as f64 / total);
                 point
@@ -1515,7 +1524,7 @@ fn descend<D: Rows, L: Loss>(
                 anchor.loose.clone_from(&loose);
             }
             screened.iter_mut().for_each(|z| *z = false);
-            (screening, best) = (false, None);
+            (screening, best, kept) = (false, None, None);
             continue;
         }
         gap_trace.push(c.gap);
@@ -1523,24 +1532,36 @@ fn descend<D: Rows, L: Loss>(
         if anchor.u.is_none() {
             anchor.u = Some(point.u.clone());
         }
-        // Dynamic Gap Safe screening (module docs), over the features not screened before it
-        // (a feature's flag changes only at its own turn).
-        let reach = reach(&c);
-        for j in (0..d).filter(|_| screening) {
-            if !screened[j] && safe(point.u[j], norms[j], reach) {
-                screened[j] = true;
-                s.zero(j);
+        // Dynamic Gap Safe screening (module docs), over the features not screened yet, in
+        // increasing order; those it keeps are the next ones.
+        if screening {
+            let reach = reach(&c);
+            let mut next = Vec::new();
+            let mut test = |j: usize| {
+                if safe(point.u[j], norms[j], reach) {
+                    screened[j] = true;
+                    s.zero(j);
+                } else {
+                    next.push(j);
+                }
+            };
+            match &kept {
+                None => (0..d).for_each(&mut test),
+                Some(k) => k.iter().copied().for_each(&mut test),
             }
+            kept = Some(next);
         }
         // The working set (module docs), grown when the last inner solve did not halve the gap.
         let w = s.model();
-        let support = (0..d).filter(|&j| w[j] != 0.0).count();
+        let all = 0..if kept.is_some() { 0 } else { d };
+        let features = all.chain(kept.iter().flatten().copied());
+        let support = features.clone().filter(|&j| w[j] != 0.0).count();
         let mut size = WS_MIN.max(2 * support);
         if c.gap > 0.5 * last_gap {
             size = size.max(2 * ws_size);
         }
         last_gap = c.gap;
-        let mut slots = working_set(w, &point.u, norms, &screened, cfg.l1, size);
+        let mut slots = working_set(w, &point.u, norms, features, cfg.l1, size);
         ws_size = slots.len();
         slots.extend(intercept);
         best = Some(point);
@@ -1566,7 +1587,7 @@ fn descend<D: Rows, L: Loss>(
         solver: "cd",
         outer_iterations: outer,
     };
-    let left_out = screened.iter().filter(|&&z| z).count();
+    let left_out = kept.map_or(0, |k| d - k.len());
     Ok((out, Seed { point, l2: ctx.l2, loose }, left_out, support))
 }
 
