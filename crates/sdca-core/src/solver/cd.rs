@@ -648,7 +648,7 @@ impl Columns {
                     visited += self.len(j);
                 }
             }
-            if l2 > 0.0 && !(point.u[j].abs() <= l1) {
+            if l2 > 0.0 && (point.u[j].abs() > l1 || point.u[j].is_nan()) {
                 hot.push(j);
             }
         }
@@ -783,7 +783,7 @@ fn better(a: Point, b: Option<Point>) -> Point {
 /// `|u_j| <= l1` (elsewhere `soft(u_j, l1) = 0`, and a sum's `+ 0` keeps its bits), so a
 /// certificate's sum runs over them instead of every feature.
 fn hot(u: &[f64], l1: f64) -> Vec<usize> {
-    (0..u.len()).filter(|&j| !(u[j].abs() <= l1)).collect()
+    (0..u.len()).filter(|&j| u[j].abs() > l1 || u[j].is_nan()).collect()
 }
 
 /// The state of the descent.
