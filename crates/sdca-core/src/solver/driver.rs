@@ -493,14 +493,7 @@ mod tests {
         block_shuffle(&mut kept, &mut rng);
         let mut again: Vec<u32> = sorted.clone();
         block_shuffle(&mut again, &mut Xoshiro256PlusPlus::seed_from_u64(11));
-        let mut seen = kept.clone();
-        seen.sort_unstable();
-        assert_eq!(seen, sorted, "a permutation of the kept rows");
-        let buckets: Vec<u32> = kept.iter().map(|&i| i >> BUCKET_BITS).collect();
-        let runs = 1 + buckets.windows(2).filter(|p| p[0] != p[1]).count();
-        assert_eq!(runs, (3 * BUCKETED_ROWS) >> BUCKET_BITS, "one run of slots per bucket");
-        assert!(buckets.windows(2).any(|p| p[0] > p[1]), "buckets in a random order");
-        assert!(kept.windows(2).any(|p| p[0] > p[1] && p[0] >> BUCKET_BITS == p[1] >> BUCKET_BITS));
+        let runs = assert_bucketed(&kept, &sorted);
         // The same seed from another starting order gives another order (the draw permutes
         // the slots it is given), but the same bucket structure.
         let again_buckets: Vec<u32> = again.iter().map(|&i| i >> BUCKET_BITS).collect();
@@ -516,6 +509,20 @@ mod tests {
         assert_eq!(check, (0..100).collect::<Vec<u32>>());
     }
 
+    /// Asserts that `order` permutes the ascending `rows` (3 buckets' worth) with one run of
+    /// slots per bucket, buckets and rows within a bucket out of order; returns the run count.
+    fn assert_bucketed(order: &[u32], rows: &[u32]) -> usize {
+        let mut seen = order.to_vec();
+        seen.sort_unstable();
+        assert_eq!(seen, rows, "a permutation of the rows");
+        let buckets: Vec<u32> = order.iter().map(|&i| i >> BUCKET_BITS).collect();
+        let runs = 1 + buckets.windows(2).filter(|p| p[0] != p[1]).count();
+        assert_eq!(runs, (3 * BUCKETED_ROWS) >> BUCKET_BITS, "one run of slots per bucket");
+        assert!(buckets.windows(2).any(|p| p[0] > p[1]), "buckets in a random order");
+        assert!(order.windows(2).any(|p| p[0] > p[1] && p[0] >> BUCKET_BITS == p[1] >> BUCKET_BITS));
+        runs
+    }
+
     /// A pass over every row writes the bucketed permutation from the rows themselves: each
     /// row once, one run of slots per bucket, buckets and rows in a random order, the same for
     /// the same seed whatever the last pass's order was.
@@ -526,14 +533,7 @@ mod tests {
         let mut order = active.clone();
         order.reverse();
         bucket_permutation(&active, &mut order, &mut Xoshiro256PlusPlus::seed_from_u64(3));
-        let mut seen = order.clone();
-        seen.sort_unstable();
-        assert_eq!(seen, active, "a permutation of the rows");
-        let buckets: Vec<u32> = order.iter().map(|&i| i >> BUCKET_BITS).collect();
-        let runs = 1 + buckets.windows(2).filter(|p| p[0] != p[1]).count();
-        assert_eq!(runs, (3 * BUCKETED_ROWS) >> BUCKET_BITS, "one run of slots per bucket");
-        assert!(buckets.windows(2).any(|p| p[0] > p[1]), "buckets in a random order");
-        assert!(order.windows(2).any(|p| p[0] > p[1] && p[0] >> BUCKET_BITS == p[1] >> BUCKET_BITS));
+        assert_bucketed(&order, &active);
         let mut again = active.clone();
         bucket_permutation(&active, &mut again, &mut Xoshiro256PlusPlus::seed_from_u64(3));
         assert_eq!(again, order, "deterministic for a seed");
