@@ -132,17 +132,17 @@ def _stored_multiclass(folder: Path, data: str, loss: str, l2: str) -> dict[str,
     text = path.read_text()
     rows = {}
     for m in re.finditer(
-        rf"^\| {data} \| {loss} \| {re.escape(l2)} \| (\S+) \| [^|]+ \| ([\d.]+)( \(missed\))? \|",
+        rf"^\| {data} \| {loss} \| {re.escape(l2)} \| (\S+) \| [^|]+ \| ([\d.]+)( \(missed[^)]*\))? \|"
+        r"[^|]*\|[^|]*\| (\S+) \|$",
         text,
         re.MULTILINE,
     ):
-        rows[m.group(1)] = {"cpu": float(m.group(2)), "reached": not m.group(3)}
-    commit = re.search(r"^Commit (\w+)", text, re.MULTILINE)
+        rows[m.group(1)] = {"cpu": float(m.group(2)), "reached": not m.group(3), "commit": m.group(4)}
     ours = rows.pop("polars-sdca", None)
     if ours is None or not rows:
         return None
     name, peer = min(rows.items(), key=lambda kv: kv[1]["cpu"])
-    return {"ours": ours, "peer": peer, "peer_name": name, "commit": commit.group(1) if commit else "?"}
+    return {"ours": ours, "peer": peer, "peer_name": name, "commit": ours["commit"]}
 
 
 def _stored_crf(folder: Path, problem: str, all_cores: bool) -> dict[str, Any] | None:

@@ -712,9 +712,22 @@ pub fn numeric_labels(
     dt: &DataType,
     loss_kind: &LossKind,
 ) -> PolarsResult<Labels> {
+    let (y, negative) = binary_labels(raw, name, dt, loss_kind)?;
+    let classes = negative.map(|negative| class_series(name, negative, dt)).transpose()?;
+    Ok(Labels { y, classes })
+}
+
+/// The labels of [`numeric_labels`] as the solver reads them, and for a classification loss
+/// the value of the negative class (0 or -1; its classes are [`class_series`]).
+pub fn binary_labels(
+    raw: Vec<f64>,
+    name: &str,
+    dt: &DataType,
+    loss_kind: &LossKind,
+) -> PolarsResult<(Vec<f64>, Option<f64>)> {
     let (classification, loss) = (loss_kind.is_classification(), loss_kind.name());
     if !classification {
-        return Ok(Labels { y: raw, classes: None });
+        return Ok((raw, None));
     }
     let has = |c: f64| raw.contains(&c);
     let negative = if dt.is_bool() || !has(-1.0) { 0.0 } else { -1.0 };
@@ -729,9 +742,13 @@ pub fn numeric_labels(
             raw[r]
         )));
     }
-    let y = raw.iter().map(|v| if *v == 1.0 { 1.0 } else { -1.0 }).collect();
-    let classes = Series::new(name.into(), [negative, 1.0]).cast(dt)?;
-    Ok(Labels { y, classes: Some(classes) })
+    let y = raw.into_iter().map(|v| if v == 1.0 { 1.0 } else { -1.0 }).collect();
+    Ok((y, Some(negative)))
+}
+
+/// The classes `[negative, 1]` of a binary label column `name` of dtype `dt`.
+pub fn class_series(name: &str, negative: f64, dt: &DataType) -> PolarsResult<Series> {
+    Series::new(name.into(), [negative, 1.0]).cast(dt)
 }
 
 /// Sample weights as `f64`.

@@ -52,6 +52,19 @@ def test_equals_group_by_bit_for_bit(label: str, options: dict[str, Any]) -> Non
     assert out.equals(expected)
 
 
+def test_integer_labels_keep_each_groups_classes() -> None:
+    # Groups coded {0, 1} and {-1, +1} in one Int64 column: each group's classes are its own,
+    # as in group_by, though fit_groups builds each set once.
+    df = _frame(90, 20)
+    y = pl.col("y").cast(pl.Int64)
+    df = df.with_columns(yi=pl.when(pl.col("day") == 1).then(y * 2 - 1).otherwise(y))
+    expected = df.group_by("store", "day").agg(pl.col("yi").sdca.fit(FEATS, l2=1e-2)).sort("store", "day")
+    out = df.select(ps.fit_groups("yi", FEATS, by=["store", "day"], l2=1e-2)).unnest("yi")
+    assert out.equals(expected)
+    classes = out.get_column("yi").struct.field("classes").list.first()
+    assert set(classes.to_list()) == {0, -1}
+
+
 def test_sparse_features_and_expressions_as_keys(conll_tokens: tuple[pl.DataFrame, int]) -> None:
     frame, d = conll_tokens
     df = frame.head(6_000).with_columns(block=pl.col("sentence") // 40)

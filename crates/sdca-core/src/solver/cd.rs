@@ -613,36 +613,52 @@ impl Columns {
     /// it lacks, or holds only a bound of) from the fit's `anchor` (module docs, "Completing the
     /// certificate"): a feature whose bound proves `|u_j| < l1` keeps the bound, the others are
     /// computed. Returns the point, which features kept a bound, and the stored entries read
-    /// (the columns computed, plus the rows for the distance to the anchor).
+    /// (the columns computed, plus the rows for the distance to the anchor). `None` when no
+    /// feature is in `rest` (the point is complete). One pass over the features: the rest
+    /// completed, and for `l2 > 0` the features that can add to the dual listed ([`hot`]).
     #[allow(clippy::too_many_arguments)]
     fn complete<L: Loss>(
         &self,
         loss: L,
         mut point: Point,
-        rest: impl Iterator<Item = usize>,
+        rest: impl Fn(usize) -> bool,
         anchor: &Anchor,
         penalty: (f64, f64),
         nf: f64,
-    ) -> (Point, Vec<bool>, usize) {
+    ) -> std::result::Result<(Point, Vec<bool>, usize), Point> {
+        let d = self.h.len() - 1;
+        let Some(first) = (0..d).find(|&j| rest(j)) else { return Err(point) };
         let t = self.scaled(&point.theta);
         let dist = t.iter().zip(&anchor.t).map(|(a, b)| (a - b) * (a - b)).sum::<f64>().sqrt() / nf;
         // The rounding of the anchor's products, |fl(x . t) - x . t| <= n eps ||x|| ||t||, over n.
         let slack = f64::EPSILON * anchor.t.iter().map(|v| v * v).sum::<f64>().sqrt();
-        let d = self.h.len() - 1;
         let mut loose = vec![false; d];
         let mut visited = 2 * t.len();
-        for j in rest {
-            let bound = (anchor.u[j].abs() + self.norms[j] * (dist + slack)) * (1.0 + 1e-9);
-            if bound < penalty.0 {
-                (point.u[j], loose[j]) = (bound, true);
-            } else {
-                point.u[j] = self.grad(j, &t, nf);
-                visited += self.len(j);
+        let (l1, l2) = penalty;
+        let mut hot = Vec::new();
+        for j in 0..d {
+            if j >= first && rest(j) {
+                // The anchor's u, or (the fit's first point, not yet kept apart) this point's own.
+                let at = anchor.u.as_ref().map_or(point.u[j], |u| u[j]);
+                let bound = (at.abs() + self.norms[j] * (dist + slack)) * (1.0 + 1e-9);
+                if bound < l1 {
+                    (point.u[j], loose[j]) = (bound, true);
+                } else {
+                    point.u[j] = self.grad(j, &t, nf);
+                    visited += self.len(j);
+                }
+            }
+            if l2 > 0.0 && (point.u[j].abs() > l1 || point.u[j].is_nan()) {
+                hot.push(j);
             }
         }
-        let point =
-            self.finish(loss, point.theta, point.u, point.u_c, 0..d, point.certificate.primal, penalty, nf);
-        (point, loose, visited)
+        let primal = point.certificate.primal;
+        let point = if l2 > 0.0 {
+            self.finish(loss, point.theta, point.u, point.u_c, hot.into_iter(), primal, penalty, nf)
+        } else {
+            self.finish(loss, point.theta, point.u, point.u_c, 0..d, primal, penalty, nf)
+        };
+        Ok((point, loose, visited))
     }
 
     /// The exact `u_j` of `point`'s duals for each feature `j` whose entry is only a bound
@@ -763,6 +779,13 @@ fn better(a: Point, b: Option<Point>) -> Point {
     }
 }
 
+/// The features whose `u` can add to the dual for `l2 > 0`, increasing: those not proven
+/// `|u_j| <= l1` (elsewhere `soft(u_j, l1) = 0`, and a sum's `+ 0` keeps its bits), so a
+/// certificate's sum runs over them instead of every feature.
+fn hot(u: &[f64], l1: f64) -> Vec<usize> {
+    (0..u.len()).filter(|&j| u[j].abs() > l1 || u[j].is_nan()).collect()
+}
+
 /// The state of the descent.
 struct Descent<'c> {
     cols: &'c Columns,
@@ -837,12 +860,14 @@ impl Descent<'_> {
         0.5 * curvature * delta * delta
     }
 
-    /// The residuals recomputed from the model (no drift); returns the entries visited.
+    /// The residuals recomputed from the model (no drift); returns the entries visited. Over
+    /// `live` (increasing, every nonzero weight's slot): the shifts of a scan of every slot, in
+    /// the same order, without the scan.
     fn refresh(&mut self) -> usize {
         let cols = self.cols;
         self.r.iter_mut().zip(&cols.y).for_each(|(r, y)| *r = -y);
         let mut visited = self.r.len();
-        for j in (0..self.w.len()).filter(|&j| self.w[j] != 0.0) {
+        for &j in self.live.iter().filter(|&&j| self.w[j] != 0.0) {
             cols.shift(j, self.w[j], &mut self.r);
             visited += cols.len(j);
         }
@@ -1147,14 +1172,21 @@ fn combine(history: &VecDeque<Vec<f64>>, c: &[f64]) -> Vec<f64> {
 }
 
 /// The working set (module docs): the support, then the features not screened whose dual
-/// constraint `u` is nearest to violating, `size` in all, in increasing order.
-fn working_set(w: &[f64], u: &[f64], norms: &[f64], screened: &[bool], l1: f64, size: usize) -> Vec<usize> {
-    let d = screened.len();
-    let mut set: Vec<usize> = (0..d).filter(|&j| w[j] != 0.0).collect();
-    let mut rest: Vec<(f64, usize)> = (0..d)
-        .filter(|&j| !screened[j] && w[j] == 0.0 && norms[j] > 0.0)
-        .map(|j| ((l1 - u[j].abs()) / norms[j], j))
-        .collect();
+/// constraint `u` is nearest to violating, `size` in all, in increasing order. `kept`: the
+/// features not screened, increasing (a screened feature's weight is zero).
+fn working_set(
+    w: &[f64],
+    u: &[f64],
+    norms: &[f64],
+    kept: impl Iterator<Item = usize> + Clone,
+    l1: f64,
+    size: usize,
+) -> Vec<usize> {
+    let mut set: Vec<usize> = kept.clone().filter(|&j| w[j] != 0.0).collect();
+    // The ranking is a total order (ties by index), so the features chosen do not depend on
+    // the order they come in.
+    let mut rest: Vec<(f64, usize)> =
+        kept.filter(|&j| w[j] == 0.0 && norms[j] > 0.0).map(|j| ((l1 - u[j].abs()) / norms[j], j)).collect();
     let want = size.saturating_sub(set.len()).min(rest.len());
     if want > 0 && want < rest.len() {
         rest.select_nth_unstable_by(want - 1, |a, b| a.0.total_cmp(&b.0).then(a.1.cmp(&b.1)));
@@ -1173,6 +1205,11 @@ pub(super) trait Primal {
     fn model(&self) -> &[f64];
     /// Takes the model out (the fit is over).
     fn take_model(&mut self) -> Vec<f64>;
+    /// The slots whose weight may be nonzero, increasing (every nonzero weight's is here), when
+    /// the method keeps them; `None`: scan the model.
+    fn live(&self) -> Option<&[usize]> {
+        None
+    }
     /// The per-row terms recomputed from the model (no drift); returns the entries visited.
     fn refresh(&mut self) -> usize;
     /// `P(w)` from the per-row terms.
@@ -1193,6 +1230,9 @@ impl Primal for Descent<'_> {
     }
     fn take_model(&mut self) -> Vec<f64> {
         std::mem::take(&mut self.w)
+    }
+    fn live(&self) -> Option<&[usize]> {
+        Some(&self.live)
     }
     fn refresh(&mut self) -> usize {
         Descent::refresh(self)
@@ -1216,18 +1256,20 @@ impl Primal for Descent<'_> {
 
 /// The method for the loss of `ctx` from the model `w` on the columns `cols`: coordinate
 /// descent for the squared loss (with the Newton products `gram`), proximal Newton for the
-/// other losses [`chosen`] admits.
+/// other losses [`chosen`] admits. `support`: the slots of `w`'s nonzero weights, increasing,
+/// when known (`None`: a scan of `w`).
 fn method<'c, D: Rows, L: Loss + 'c>(
     ctx: &Context<'_, '_, D, L>,
     cols: &'c Columns,
     w: Vec<f64>,
+    support: Option<Vec<usize>>,
     gram: &'c mut Gram,
 ) -> Result<Box<dyn Primal + 'c>> {
     let (l1, l2, nf) = (ctx.cfg.l1, ctx.l2, ctx.problem.n() as f64);
     let r = zeros::<f64>(cols.kept.len())?;
     Ok(if ctx.cfg.loss == LossKind::Squared {
         let history = VecDeque::with_capacity(EXTRAPOLATE + 1);
-        let live = (0..w.len()).filter(|&j| w[j] != 0.0).collect();
+        let live = support.unwrap_or_else(|| (0..w.len()).filter(|&j| w[j] != 0.0).collect());
         Box::new(Descent { cols, l1, l2, nf, w, r, gram, history, live })
     } else {
         Box::new(super::prox_newton::ProxNewton::new(cols, ctx.loss, (l1, l2), nf, w)?)
@@ -1241,8 +1283,8 @@ fn method<'c, D: Rows, L: Loss + 'c>(
 pub(crate) fn run<D: Rows, L: Loss>(ctx: &mut Context<'_, '_, D, L>, w: Vec<f64>) -> Result<Outcome> {
     let cols = Columns::of(ctx.problem, ctx.bias())?;
     let mut gram = Gram::default();
-    let mut s = method(ctx, &cols, w, &mut gram)?;
-    descend(ctx, &cols, s.as_mut(), None, true).map(|(out, _, _)| out)
+    let mut s = method(ctx, &cols, w, None, &mut gram)?;
+    descend(ctx, &cols, s.as_mut(), None, true).map(|(out, _, _, _)| out)
 }
 
 /// What the fits of a path share (module docs, "Paths"): the columns, built once, the last
@@ -1251,6 +1293,10 @@ pub(crate) struct Shared {
     cols: Columns,
     seed: Option<Seed>,
     gram: Gram,
+    /// The last fit's model (feature-major, the intercept feature's weight in slot `d`) and the
+    /// slots of its nonzero weights, increasing: the next fit, warm-started from that model,
+    /// starts from this copy ([`fit_shared`]'s `resume`) instead of a pass over every feature.
+    last: Option<(Vec<f64>, Vec<usize>)>,
 }
 
 /// A fit's final dual point (`u` over every feature) and the `l2` it was certified at.
@@ -1267,14 +1313,16 @@ struct Seed {
 /// certificate (module docs, "Completing the certificate").
 struct Anchor {
     t: Vec<f64>,
-    u: Vec<f64>,
+    /// `None` while the point in hand is the first one (its own `u`, copied only when the fit
+    /// goes on past it).
+    u: Option<Vec<f64>>,
     loose: Vec<bool>,
 }
 
 impl Shared {
     /// The shared state of the fits of `problem` with the constant feature `bias`.
     pub(crate) fn of<D: Rows>(problem: &Problem<'_, D>, bias: f64) -> Result<Self> {
-        Ok(Self { cols: Columns::of(problem, bias)?, seed: None, gram: Gram::default() })
+        Ok(Self { cols: Columns::of(problem, bias)?, seed: None, gram: Gram::default(), last: None })
     }
 }
 
@@ -1282,52 +1330,110 @@ impl Shared {
 /// proximal Newton) from `warm`, on the columns of `shared`. Its first certificate is the last
 /// fit's dual point moved into this problem's feasible set, so the fit starts with the working
 /// set (and, with `screening`, the Gap Safe screening) it gives, without a pass over the
-/// columns (module docs, "Paths"); without `screening` no feature is screened. Returns the fit
-/// and the features screened at its end and the stored entries its passes read (its clock's
-/// work, not rounded up to whole passes as `epochs` is). Errors as [`super::fit_from`].
+/// columns (module docs, "Paths"); without `screening` no feature is screened. `resume`: `warm`
+/// is the model the last fit on `shared` returned, so the fit starts from `shared`'s copy of it
+/// (the same start, without `d`-long passes to rebuild and check it). Returns the fit and the
+/// features screened at its end and the stored entries its passes read (its clock's work, not
+/// rounded up to whole passes as `epochs` is). Errors as [`super::fit_from`].
 pub(crate) fn fit_shared<D: Rows>(
     problem: &Problem<'_, D>,
     cfg: &FitConfig,
     warm: Option<&Warm<'_>>,
+    resume: bool,
     shared: &mut Shared,
     screening: bool,
 ) -> Result<(FitResult, usize, u64)> {
     let (d, k) = (problem.x.n_cols(), problem.n_outputs);
     crate::budget::check_linear(&cfg.budget(), problem.n(), d, k, crate::budget::Width::Features)?;
-    let w = Warm::start(warm, d, k, cfg.intercept_scaling)?;
+    let bias = cfg.intercept_scaling;
+    let (w, support) = match shared.last.take().filter(|_| resume && warm.is_some() && k == 1) {
+        // Warm::start's start from that model: the intercept slot from the returned intercept.
+        Some((mut w, support)) => {
+            w[d] = if bias > 0.0 { (bias * w[d]) / bias } else { 0.0 };
+            (w, Some(support))
+        }
+        None => (Warm::start(warm, d, k, bias)?, None),
+    };
     with_scalar_loss!(cfg.loss, |loss| {
         let mut ctx = Context::exact(problem, loss, cfg);
         // For l2 > 0 every theta is feasible (the dual has no constraint of its own), so an
         // elastic-net path's seed carries over although its l2 moves with l1; for l2 = 0, only
         // a point feasible at l2 = 0 (balanced for the intercept).
         let seed = shared.seed.take().filter(|s| cfg.l2 > 0.0 || s.l2 == 0.0);
-        let mut s = method(&ctx, &shared.cols, w, &mut shared.gram)?;
-        let (out, seed, screened) = descend(&mut ctx, &shared.cols, s.as_mut(), seed, screening)?;
+        let mut s = method(&ctx, &shared.cols, w, support, &mut shared.gram)?;
+        let (out, seed, screened, support) = descend(&mut ctx, &shared.cols, s.as_mut(), seed, screening)?;
         shared.seed = Some(seed);
         let visited = (ctx.clock.work() * shared.cols.pass()).round() as u64;
-        super::finite(ctx.finish(out)).map(|fit| (fit, screened, visited))
+        let (fit, w) = result(&ctx, out, &support)?;
+        shared.last = Some((w, support));
+        Ok((fit, screened, visited))
     }, multiclass => Err(SdcaError::Internal(format!(
         "coordinate descent reached with loss {:?}, which it refuses; please report",
         cfg.loss.name()
     ))))
 }
 
+/// [`Context::finish`] and [`super::finite`] of the outcome `out` of one output whose model's
+/// weights other than zero are in the slots `support` (increasing): the coefficients scattered
+/// into zeros and only those checked, so neither reads every feature. The same result and the
+/// same errors; returns the model too.
+fn result<D: Rows, L: Loss>(
+    ctx: &Context<'_, '_, D, L>,
+    out: Outcome,
+    support: &[usize],
+) -> Result<(FitResult, Vec<f64>)> {
+    let d = ctx.problem.x.n_cols();
+    let w = out.w;
+    let mut coef = vec![0.0; d];
+    support.iter().filter(|&&j| j < d).for_each(|&j| coef[j] = w[j]);
+    let intercept = vec![ctx.bias() * w[d]];
+    let c = out.certificate;
+    let bad = |v: &[f64]| v.iter().any(|x| !x.is_finite());
+    let outputs: [(&'static str, bool); 4] = [
+        ("the fit's coef", support.iter().any(|&j| j < d && !w[j].is_finite())),
+        ("the fit's intercept", bad(&intercept)),
+        ("the fit's dual variables", bad(&out.alpha)),
+        ("the fit's duality gap certificate", bad(&[c.primal, c.dual, c.gap, out.solved_gap])),
+    ];
+    if let Some(&(what, _)) = outputs.iter().find(|(_, bad)| *bad) {
+        return Err(SdcaError::NonFiniteResult { what });
+    }
+    let fit = FitResult {
+        coef,
+        intercept,
+        alpha: out.alpha,
+        n_outputs: 1,
+        certificate: c,
+        epochs: ctx.clock.epochs,
+        status: if ctx.clock.interrupted { Status::Interrupted } else { out.status },
+        gap_trace: out.gap_trace,
+        solver: out.solver,
+        l2_used: ctx.l2,
+        solved_gap: out.solved_gap,
+        outer_iterations: out.outer_iterations,
+    };
+    Ok((fit, w))
+}
+
 /// [`run`] with the method `s` on the columns `cols`, from the dual point `seed`, with Gap Safe
 /// screening when `screening` (module docs, "Paths"); returns the outcome, its dual point as
-/// the next fit's seed and the features screened at the end.
+/// the next fit's seed, the features screened at the end and the slots of the model's weights
+/// other than `+0` (increasing).
 fn descend<D: Rows, L: Loss>(
     ctx: &mut Context<'_, '_, D, L>,
     cols: &Columns,
     s: &mut dyn Primal,
     seed: Option<Seed>,
     mut screening: bool,
-) -> Result<(Outcome, Seed, usize)> {
+) -> Result<(Outcome, Seed, usize, Vec<usize>)> {
     let (problem, cfg, loss) = (ctx.problem, ctx.cfg, ctx.loss);
     let (d, nf, bias) = (problem.x.n_cols(), problem.n() as f64, ctx.bias());
     let intercept: Option<usize> = (bias > 0.0).then_some(d);
     let total = cols.pass();
     let norms = &cols.norms;
     let mut screened = vec![false; d];
+    // The features not screened, increasing (`None`: every feature).
+    let mut kept: Option<Vec<usize>> = None;
     let mut gap_trace = Vec::new();
     let mut outer = 0u32;
     let mut best: Option<Point> = None;
@@ -1345,7 +1451,6 @@ fn descend<D: Rows, L: Loss>(
     let (status, point) = loop {
         outer += 1;
         ctx.clock.add_pass(s.refresh() as f64 / total);
-        let scope: Vec<usize> = (0..d).filter(|&j| !screened[j]).collect();
         let point = match seed.take() {
             // Its u is over every feature, and nothing is screened yet; the features it only
             // bounds get their exact u where the bound could change a decision (module docs).
@@ -1354,7 +1459,14 @@ fn descend<D: Rows, L: Loss>(
                 let top = |p: &Point| (0..d).filter(|&j| !loose[j]).fold(0.0f64, |m, j| m.max(p.u[j].abs()));
                 let into = if penalty.1 == 0.0 { top(&p).max(cfg.l1) } else { cfg.l1 };
                 let visited = cols.sharpen(&mut p, &mut loose, |_, bound| bound >= into, nf);
-                let mut p = cols.finish(loss, p.theta, p.u, p.u_c, 0..d, s.primal(), penalty, nf);
+                // For l2 > 0, over the features that can add to the dual (the loose ones'
+                // bounds are below l1 now).
+                let mut p = if penalty.1 > 0.0 {
+                    let scope = hot(&p.u, cfg.l1);
+                    cols.finish(loss, p.theta, p.u, p.u_c, scope.into_iter(), s.primal(), penalty, nf)
+                } else {
+                    cols.finish(loss, p.theta, p.u, p.u_c, 0..d, s.primal(), penalty, nf)
+                };
                 let reach = if screening { reach(&p.certificate) } else { f64::INFINITY };
                 let kept = |j: usize, bound: f64| !safe(bound, norms[j], reach);
                 let visited = visited + cols.sharpen(&mut p, &mut loose, kept, nf);
@@ -1362,6 +1474,7 @@ fn descend<D: Rows, L: Loss>(
                 p
             }
             None => {
+                let scope: Vec<usize> = kept.clone().unwrap_or_else(|| (0..d).collect());
                 let (point, visited) = s.check(&scope);
                 ctx.clock.add_pass(visited as f64 / total);
                 point
@@ -1374,7 +1487,7 @@ fn descend<D: Rows, L: Loss>(
         // The first point's u is over every feature (nothing is screened yet).
         let anchor = anchor.get_or_insert_with(|| Anchor {
             t: cols.scaled(&point.theta),
-            u: point.u.clone(),
+            u: None,
             loose: std::mem::take(&mut loose),
         });
         // The best dual point so far (every one stays feasible).
@@ -1388,14 +1501,13 @@ fn descend<D: Rows, L: Loss>(
         if met || late || ctx.clock.remaining() == 0 {
             // The certificate returned is over every feature (module docs): the point's u
             // completed over the screened features and those the anchor only bounds.
-            let rest = |j: &usize| screened[*j] || anchor.loose[*j];
-            let (full, bounded) = if !(0..d).any(|j| rest(&j)) {
-                (point, vec![false; d])
-            } else {
-                let rest = (0..d).filter(rest);
-                let (full, bounded, visited) = cols.complete(loss, point, rest, anchor, penalty, nf);
-                ctx.clock.add_pass(visited as f64 / total);
-                (full, bounded)
+            let rest = |j: usize| screened[j] || anchor.loose[j];
+            let (full, bounded) = match cols.complete(loss, point, rest, anchor, penalty, nf) {
+                Err(point) => (point, vec![false; d]),
+                Ok((full, bounded, visited)) => {
+                    ctx.clock.add_pass(visited as f64 / total);
+                    (full, bounded)
+                }
             };
             loose = bounded;
             gap_trace.push(full.certificate.gap);
@@ -1406,28 +1518,50 @@ fn descend<D: Rows, L: Loss>(
                 break (if late { Status::MaxSeconds } else { Status::MaxEpochs }, full);
             }
             // The screening's certificate met tol and the full one did not: go on without it.
+            // The first point was completed in place: its bounds (at distance 0) stand for it.
+            if anchor.u.is_none() {
+                anchor.u = Some(full.u.clone());
+                anchor.loose.clone_from(&loose);
+            }
             screened.iter_mut().for_each(|z| *z = false);
-            (screening, best) = (false, None);
+            (screening, best, kept) = (false, None, None);
             continue;
         }
         gap_trace.push(c.gap);
-        // Dynamic Gap Safe screening (module docs).
-        let reach = reach(&c);
-        for j in scope.iter().copied().filter(|_| screening) {
-            if safe(point.u[j], norms[j], reach) {
-                screened[j] = true;
-                s.zero(j);
+        // The fit goes on past its first point: the anchor keeps its u.
+        if anchor.u.is_none() {
+            anchor.u = Some(point.u.clone());
+        }
+        // Dynamic Gap Safe screening (module docs), over the features not screened yet, in
+        // increasing order; those it keeps are the next ones.
+        if screening {
+            let reach = reach(&c);
+            let mut next = Vec::new();
+            let mut test = |j: usize| {
+                if safe(point.u[j], norms[j], reach) {
+                    screened[j] = true;
+                    s.zero(j);
+                } else {
+                    next.push(j);
+                }
+            };
+            match &kept {
+                None => (0..d).for_each(&mut test),
+                Some(k) => k.iter().copied().for_each(&mut test),
             }
+            kept = Some(next);
         }
         // The working set (module docs), grown when the last inner solve did not halve the gap.
         let w = s.model();
-        let support = (0..d).filter(|&j| w[j] != 0.0).count();
+        let all = 0..if kept.is_some() { 0 } else { d };
+        let features = all.chain(kept.iter().flatten().copied());
+        let support = features.clone().filter(|&j| w[j] != 0.0).count();
         let mut size = WS_MIN.max(2 * support);
         if c.gap > 0.5 * last_gap {
             size = size.max(2 * ws_size);
         }
         last_gap = c.gap;
-        let mut slots = working_set(w, &point.u, norms, &screened, cfg.l1, size);
+        let mut slots = working_set(w, &point.u, norms, features, cfg.l1, size);
         ws_size = slots.len();
         slots.extend(intercept);
         best = Some(point);
@@ -1438,6 +1572,11 @@ fn descend<D: Rows, L: Loss>(
     for (&i, theta) in cols.kept.iter().zip(&point.theta) {
         alpha[i as usize] = *theta;
     }
+    // Every weight other than +0 is in `live` (a zero weight is +0 or -0).
+    let support: Vec<usize> = match s.live() {
+        Some(live) => live.iter().copied().filter(|&j| s.model()[j].to_bits() != 0).collect(),
+        None => (0..=d).filter(|&j| s.model()[j].to_bits() != 0).collect(),
+    };
     let out = Outcome {
         w: s.take_model(),
         alpha,
@@ -1448,8 +1587,8 @@ fn descend<D: Rows, L: Loss>(
         solver: "cd",
         outer_iterations: outer,
     };
-    let left_out = screened.iter().filter(|&&z| z).count();
-    Ok((out, Seed { point, l2: ctx.l2, loose }, left_out))
+    let left_out = kept.map_or(0, |k| d - k.len());
+    Ok((out, Seed { point, l2: ctx.l2, loose }, left_out, support))
 }
 
 #[cfg(test)]
@@ -1614,7 +1753,8 @@ mod tests {
                 let l1 = 0.05 * 0.85f64.powi(k);
                 let cfg = FitParams { l1, ..base.clone() }.check().unwrap();
                 let start = warm.as_ref().map(Warm::from);
-                let (r, _, _) = fit_shared(p, &cfg, start.as_ref(), &mut shared, screening).unwrap();
+                let (r, _, _) =
+                    fit_shared(p, &cfg, start.as_ref(), start.is_some(), &mut shared, screening).unwrap();
                 let case = format!("{case} l1 {l1} screening {screening}");
                 assert!(r.converged(), "{case}: {r:?}");
                 let (primal, dual) = certify_l1(p, &cfg, &r);

@@ -377,9 +377,10 @@ impl PathConfig {
     /// intercept `l1_max` does not depend on `l2` and the first step is exact). The path then
     /// tests each value against the zero model at its own `l2` ([`fit_path`]).
     fn tied_zero<D: Rows>(&self, problem: &Problem<'_, D>) -> Result<ZeroModel> {
-        let mut zero = ZeroModel::of(problem, &self.config(Some(1.0))?, &self.fit)?;
+        let first = self.config(Some(1.0))?;
+        let mut zero = ZeroModel::of(problem, &first, &self.fit)?;
         for _ in 0..TIED_ITERATIONS {
-            if zero.l1_max == 0.0 {
+            if zero.l1_max == 0.0 || zero.free_of_l2(&first) {
                 break;
             }
             let next = ZeroModel::of(problem, &self.config(Some(zero.l1_max))?, &self.fit)?;
@@ -439,6 +440,13 @@ impl ZeroModel {
         u.iter_mut().for_each(|v| *v /= n as f64);
         let l1_max = dual_norm(&u, k, cfg.groups.as_ref());
         Ok(Self { l1_max, intercept, alpha, intercept_fit })
+    }
+
+    /// Whether this zero model is also the one at any other `l2` (of fits like `cfg`): for a
+    /// scalar loss without an intercept, whose duals are `dual_of(0)` at every `l2` (a
+    /// multiclass loss's come from a fit at `cfg`'s `l2`).
+    fn free_of_l2(&self, cfg: &FitConfig) -> bool {
+        cfg.intercept_scaling == 0.0 && self.intercept_fit.is_none()
     }
 
     /// The model at `cfg.l1 >= l1_max` (`w = 0`) as a fit, with its certificate for `cfg`.
@@ -658,12 +666,15 @@ pub fn fit_path<D: Rows>(problem: &Problem<'_, D>, path: &PathConfig) -> Result<
         (Vec::with_capacity(values.len()), Vec::with_capacity(values.len()));
     let mut columns: Option<screen::Columns> = None;
     let mut shared: Option<cd::Shared> = None;
+    // Whether the last model came from `shared` (its next fit then resumes from its copy).
+    let mut resume = false;
     let mut total: Option<u64> = None;
     let zero_coef = vec![0.0; d];
     let mut zero = zero;
     for &v in &values {
         let cfg = path.config(Some(v))?;
-        if path.tied() && fits.last().is_none_or(|f| f.solver == "closed_form") {
+        let stale = zero.as_ref().is_none_or(|z| !z.free_of_l2(&cfg));
+        if path.tied() && stale && fits.last().is_none_or(|f| f.solver == "closed_form") {
             // The zero model at this value's own l2, while the values are still at zero.
             zero = Some(ZeroModel::of(problem, &cfg, &path.fit)?);
         }
@@ -675,6 +686,7 @@ pub fn fit_path<D: Rows>(problem: &Problem<'_, D>, path: &PathConfig) -> Result<
             (None, None) => None,
         };
         let warm = fits.last().map(Warm::from);
+        let resumed = std::mem::take(&mut resume);
         let (mut fit, left_out, visited) = match (&zero, from) {
             (Some(z), _) if at_zero => (z.fit_result(problem, &cfg)?, d, 0),
             _ if cd::chosen(&cfg, problem)? => {
@@ -682,7 +694,9 @@ pub fn fit_path<D: Rows>(problem: &Problem<'_, D>, path: &PathConfig) -> Result<
                     Some(s) => s,
                     None => shared.insert(cd::Shared::of(problem, cfg.intercept_scaling)?),
                 };
-                cd::fit_shared(problem, &cfg, warm.as_ref(), shared, path.screening)?
+                let fit = cd::fit_shared(problem, &cfg, warm.as_ref(), resumed, shared, path.screening)?;
+                resume = true;
+                fit
             }
             (_, Some((coef, intercept)))
                 if path.screening && screen::applies(&cfg) && problem.n_outputs == 1 =>

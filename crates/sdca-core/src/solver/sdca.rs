@@ -27,7 +27,7 @@ use super::multiclass;
 use super::shrink::{self, Shrinking};
 use super::{drive, goal, Budget, Context, Coordinate, Estimate, Judge, Outcome, Problem, Start, Verdict};
 use crate::config::{Sampling, GAP_NON_UNIFORM};
-use crate::data::Rows;
+use crate::data::{prefetch, Rows};
 use crate::error::Result;
 use crate::loss::BlockLoss;
 use crate::reg::{soft_threshold, ElasticNet, Reg, L2};
@@ -308,7 +308,7 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
         self.rebuild();
         self.refresh_w();
         let w = std::mem::take(&mut self.w);
-        let [loss_sum, conj_sum, gap_sum] = self.sums_at(&w);
+        let [loss_sum, conj_sum, gap_sum] = self.sums(&w, true);
         self.w = w;
         let nf = self.problem.n() as f64;
         Eval { loss: loss_sum / nf, conj: conj_sum / nf, gap: (gap_sum / nf).max(0.0) }
@@ -318,8 +318,23 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
     /// state's): the weighted sums over the rows of `phi(x_i . w + b)`, `phi*(-alpha_i)` and the
     /// block gaps, which also refresh the stored gaps of gap sampling.
     pub fn sums_at(&mut self, w: &[f64]) -> [f64; 3] {
+        self.sums(w, false)
+    }
+
+    /// [`State::sums_at`]; at the state's own model (`own`, a certificate's pass), a state that
+    /// shrinks also sorts the rows for the next pass ([`Shrinking::sort`]): the rows settled
+    /// at the certified model stay out of it, where the next pass would only have visited
+    /// them to drop them (most of a full pass when nearly all rows are settled).
+    fn sums(&mut self, w: &[f64], own: bool) -> [f64; 3] {
         let p = self.problem;
         let (n, k) = (p.n(), self.width());
+        let rows = self.active.len();
+        let mut sorting = match &mut self.shrink {
+            Some(sh) if own => sh.start_sort(rows),
+            _ => false,
+        };
+        let started = sorting;
+        let mut seen = 0;
         let (mut loss_sum, mut conj_sum, mut gap_sum) = (0.0, 0.0, 0.0);
         for i in 0..n {
             let s = p.weight(i);
@@ -337,6 +352,20 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
             match &mut self.gaps {
                 Some(g) if g.slot[i] != u32::MAX => g.sampler.set_gap(g.slot[i] as usize, gap),
                 _ => {}
+            }
+            // The rows of the passes are those of `active`: `q_i > 0`, in ascending order.
+            if sorting && self.q[i] > 0.0 {
+                match (&mut self.shrink, self.loss.dual_slopes(al, y)) {
+                    (Some(sh), Some(slopes)) if seen < rows => sh.sort(i as u32, seen, slopes, scores[0]),
+                    _ => sorting = false,
+                }
+                seen += 1;
+            }
+        }
+        if started && !(sorting && seen == rows) {
+            // Not every row was sorted: the next pass visits them all.
+            if let Some(sh) = &mut self.shrink {
+                sh.cancel_sort();
             }
         }
         [loss_sum, conj_sum, gap_sum]
@@ -414,7 +443,15 @@ impl<D: Rows, L: BlockLoss, R: Reg> Coordinate for State<'_, '_, D, L, R> {
             // Random rows of a large matrix miss every cache: fetch the rows a few steps ahead
             // (their offsets first, then their entries) while this one is computed.
             if let Some(&far) = order[..kept].get(at + 2 * PREFETCH_AHEAD) {
-                x.prefetch_offsets(far as usize);
+                let far = far as usize;
+                x.prefetch_offsets(far);
+                // The row's own values, which need no offsets: label, dual, curvature, weight.
+                prefetch(self.problem.y.as_ptr().wrapping_add(far));
+                prefetch(self.alpha.as_ptr().wrapping_add(far * k));
+                prefetch(self.q.as_ptr().wrapping_add(far));
+                if let Some(s) = self.problem.weights {
+                    prefetch(s.as_ptr().wrapping_add(far));
+                }
             }
             if let Some(&near) = order[..kept].get(at + PREFETCH_AHEAD) {
                 x.prefetch_row(near as usize);
@@ -474,6 +511,13 @@ impl<D: Rows, L: BlockLoss, R: Reg> Coordinate for State<'_, '_, D, L, R> {
     fn settled(&mut self) -> Option<bool> {
         let n = self.problem.n();
         self.estimate.as_mut().map(|e| e.settled(n))
+    }
+
+    fn resume(&mut self, order: &mut [u32]) -> usize {
+        match &mut self.shrink {
+            Some(sh) => sh.resume(order),
+            None => order.len(),
+        }
     }
 }
 
