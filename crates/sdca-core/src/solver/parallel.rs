@@ -4,16 +4,18 @@
 //! safe merge step and blocks regrouped every round.
 //!
 //! The rows are split into `B = K m` blocks of (nearly) equal size, random rows in ascending
-//! order, fixed for the fit (`m = 2`, [`BLOCKS_PER_THREAD`], or `m = 1` when shrinking). Each
-//! round the blocks are dealt at random to the `K` threads (`m` each, in a random order); a
-//! thread runs one SDCA pass over each of its blocks in turn, against its local model: the
-//! round's global `w = grad g*(v / (l2 n))` plus `sigma' / (l2 n)` times the changes of its blocks
-//! so far. That is one pass on the CoCoA+ subproblem of its group of rows, `G_k(d) = -(1/n)
-//! sum_i phi*(..) - (1/n) w . A_k d - (sigma' / (2 l2 n^2)) ||A_k d||^2` (a block's [`State`] of
-//! weight `l2 n / (sigma' n_b)`, re-centred on the local model by [`State::recenter`]). The
-//! states persist across rounds: their duals, shrinking thresholds and random streams (seeded
-//! from `seed` and the block), so the same seed and `K` give the same bits whatever the
-//! scheduling.
+//! order, fixed for the fit (`m = 256`, [`BLOCKS_PER_THREAD`], with at least
+//! [`MIN_BLOCK_ROWS`] rows a block). Each round the blocks are dealt at random to the `K`
+//! threads (`m` each, in a random order); a thread runs one SDCA pass over each of its blocks
+//! in turn, against its local model: the round's global `w = grad g*(v / (l2 n))` plus `sigma'
+//! / (l2 n)` times the changes of its blocks so far. That is one pass on the CoCoA+ subproblem
+//! of its group of rows, `G_k(d) = -(1/n) sum_i phi*(..) - (1/n) w . A_k d - (sigma' / (2 l2
+//! n^2)) ||A_k d||^2` (a block's [`State`] of weight `l2 n / (sigma' n_b)`). The blocks have no
+//! point of their own: the thread lends each block its local point for the pass
+//! ([`State::swap_point`]), so a block costs O(its visited rows) per round and a thread O(d)
+//! (its point set from `w`, and its change read back). The states persist across rounds:
+//! their duals, shrinking thresholds and random streams (seeded from `seed` and the block), so
+//! the same seed and `K` give the same bits whatever the scheduling.
 //!
 //! Why regroup. With fixed partitions, CoCoA+ was slow on CoNLL-2003 tokens (logistic, `l2 =
 //! 1e-4`): 108 passes on 2 threads against 6 on one. After five rounds the partitions' changes
@@ -24,8 +26,9 @@
 //! imbalance shrinks only by `H_k / (H_k + l2 n / sigma')` per round (the gap fell by 3% a round).
 //! No scalar `sigma'` fixes this (`sigma' = 1` still needed 61 passes). Blocks dealt anew every
 //! round turn most of that trade into trade within a thread, which its sequential passes settle
-//! as one-thread SDCA does: 44 passes with `m = 2`, 32 with `m = 4`, 19 with `m = 16`, but each
-//! block costs O(d) per round (re-centring, its change of `v`), so `m` stays small.
+//! as one-thread SDCA does. To 1e-7 on 2 threads: 78 passes with `m = 2`, 24 with `m = 16`,
+//! 10 with `m = 64`, 7 (as one thread) with `m = 256`; hinge (shrinking) 18, 16, 18 and 15
+//! (one thread: 7). Blocks lent their thread's point make `m` cheap.
 //!
 //! The merge. With `S = sum_k ||dv_k||^2`, `T = ||sum_k dv_k||^2` and `rho = T / S`, the true
 //! dual after the round's step `d` is exactly `D(alpha + d) = sum_k G_k(d_k) + (sigma' S - T) /
@@ -123,18 +126,15 @@ impl<D: Rows> Rows for RowSet<'_, D> {
     }
 }
 
-/// One block: its SDCA state on its local subproblem, the order of its passes (rows a pass
-/// shrank away at the tail, after `kept`), its random stream and its round's change of `v`.
+/// One block: its SDCA state on its local subproblem (without a point of its own: its lane
+/// lends it one, [`State::swap_point`]), the order of its passes (rows a pass shrank away at the
+/// tail, after `kept`), its random stream and the duals of its round's start.
 struct Part<'p, 'a, D: Rows, L: BlockLoss> {
     state: State<'p, 'a, RowSet<'a, D>, L, L2>,
+    problem: &'p Problem<'a, RowSet<'a, D>>,
     order: Vec<u32>,
     kept: usize,
     rng: Xoshiro256PlusPlus,
-    /// The round's change of the dual sum (first its starting point).
-    delta: Vec<f64>,
-    /// The block's dual sum: rebuilt from its duals at each certificate, advanced by each
-    /// merged change in between.
-    own: Vec<f64>,
     /// The visited rows' duals at the round's start (a merge with `gamma < 1` moves them back
     /// towards these).
     start: Vec<f64>,
@@ -144,84 +144,89 @@ struct Part<'p, 'a, D: Rows, L: BlockLoss> {
     sigma: f64,
     /// Rows the last pass visited.
     visits: usize,
-    /// The full problem's `l2` and rows.
+    /// The full problem's `l2` and rows, and the intercept feature's value.
     l2: f64,
     n: usize,
+    bias: f64,
 }
 
 impl<D: Rows, L: BlockLoss> Part<'_, '_, D, L> {
-    /// One pass on the local subproblem with damping `sigma` centred at the local model `w`;
-    /// leaves the change of `v` in `delta`.
-    fn round(&mut self, w: &[f64], sigma: f64, sampling: Sampling) {
+    /// One pass on the local subproblem with damping `sigma` from the lane's local point
+    /// (unscaled: the local model times `l2 n / sigma`), to which it adds its changes.
+    fn round(&mut self, point: &mut Vec<f64>, sigma: f64, sampling: Sampling) {
         if sigma != self.sigma {
             // The CoCoA+ subproblem: scale `1 / (l2_local n_b) = sigma' / (l2 n)`.
             let n_k = self.state.alpha.len() as f64;
             self.state.set_l2(self.l2 * self.n as f64 / (sigma * n_k), self.row_sq);
             self.sigma = sigma;
         }
-        self.state.recenter(w, Some(&self.own));
-        self.delta.copy_from_slice(self.state.point());
         draw(&self.state, &mut self.order[..self.kept], sampling, &mut self.rng);
         for &i in &self.order[..self.kept] {
             self.start[i as usize] = self.state.alpha[i as usize];
         }
         self.visits = self.kept;
+        self.state.swap_point(point);
         self.kept = self.state.pass(&mut self.order[..self.kept]);
-        for (dj, &vj) in self.delta.iter_mut().zip(self.state.point()) {
-            *dj = vj - *dj;
+        self.state.swap_point(point);
+    }
+
+    /// Takes `gamma < 1` times the round's step: the visited rows' duals move back to `start +
+    /// gamma (alpha - start)`.
+    fn scale(&mut self, gamma: f64) {
+        // The rows the pass visited (a pass keeps the set of its rows, in some order); a row
+        // drawn twice is moved once, its start then being its new dual.
+        for &i in &self.order[..self.visits] {
+            let (a, s) = (&mut self.state.alpha[i as usize], &mut self.start[i as usize]);
+            *a = *s + gamma * (*a - *s);
+            *s = *a;
         }
     }
 
-    /// Takes `gamma` times the round's step: the duals move back to `start + gamma (alpha -
-    /// start)` when `gamma < 1`, `delta` is scaled and added to `own`.
-    fn scale(&mut self, gamma: f64) {
-        if gamma < 1.0 {
-            // The rows the pass visited (a pass keeps the set of its rows, in some order); a
-            // row drawn twice is moved once, its start then being its new dual.
-            for &i in &self.order[..self.visits] {
-                let (a, s) = (&mut self.state.alpha[i as usize], &mut self.start[i as usize]);
-                *a = *s + gamma * (*a - *s);
-                *s = *a;
+    /// Adds the block's dual sum `sum_i s_i alpha_i x_i` (intercept feature last) to `out`.
+    fn add_dual_sum(&self, out: &mut [f64]) {
+        let (x, d) = (self.problem.x, out.len() - 1);
+        for (i, &a) in self.state.alpha.iter().enumerate() {
+            let t = self.problem.weight(i) * a;
+            if t != 0.0 {
+                x.axpy(i, t, out);
+                out[d] += t * self.bias;
             }
-            self.delta.iter_mut().for_each(|d| *d *= gamma);
         }
-        self.own.iter_mut().zip(&self.delta).for_each(|(o, d)| *o += d);
     }
 }
 
-/// Blocks of rows per thread when the passes do not shrink (module docs).
-const BLOCKS_PER_THREAD: usize = 2;
+/// Blocks of rows per thread (module docs).
+const BLOCKS_PER_THREAD: usize = 256;
 
-/// One thread's round: its local model and the change of `v` of its group of blocks.
+/// Rows per block at least (each block's state is built with a dense point, `O(d)` once per
+/// fit, and has fixed costs per round); fewer blocks on small fits.
+const MIN_BLOCK_ROWS: usize = 256;
+
+/// One thread's round: its local point and the change of `v` of its group of blocks.
 struct Lane {
-    /// The local model: the round's `w` plus `sigma' / (l2 n)` times `delta`.
-    w: Vec<f64>,
+    /// The local point: the round's model times `l2 n / sigma'` plus the changes of the
+    /// group's blocks so far (the blocks' states read it at that scale).
+    point: Vec<f64>,
     delta: Vec<f64>,
 }
 
 impl Lane {
-    /// Runs the blocks of `group` in turn from the model `w`; with one block its `delta` is
-    /// the lane's change (read there by the merge).
+    /// Runs the blocks of `group` in turn from the model `w` and leaves the group's change of
+    /// the dual sum in `delta`: `O(d)` per lane, `O(rows)` per block.
     fn run<D: Rows, L: BlockLoss>(
         &mut self,
-        mut group: Vec<&mut Part<'_, '_, D, L>>,
+        group: Vec<&mut Part<'_, '_, D, L>>,
         w: &[f64],
         sigma: f64,
-        scale: f64,
+        unscale: f64,
         sampling: Sampling,
     ) {
-        if let [part] = &mut group[..] {
-            part.round(w, sigma, sampling);
-            return;
-        }
-        self.w.copy_from_slice(w);
-        self.delta.iter_mut().for_each(|d| *d = 0.0);
+        self.point.iter_mut().zip(w).for_each(|(p, &wj)| *p = wj * unscale);
         for part in group {
-            part.round(&self.w, sigma, sampling);
-            for ((wj, dj), &pj) in self.w.iter_mut().zip(self.delta.iter_mut()).zip(&part.delta) {
-                *wj += scale * pj;
-                *dj += pj;
-            }
+            part.round(&mut self.point, sigma, sampling);
+        }
+        for ((dj, &pj), &wj) in self.delta.iter_mut().zip(&self.point).zip(w) {
+            *dj = pj - wj * unscale;
         }
     }
 }
@@ -248,10 +253,9 @@ pub(crate) fn run<D: Rows, L: BlockLoss>(
     // distribution, which slows CoCoA+ down), each block's rows in ascending order.
     let mut perm: Vec<usize> = (0..n).collect();
     perm.shuffle(&mut Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ 0xD1B5_4A32_D192_ED03));
-    // Blocks per thread (module docs): one when shrinking makes most rounds tiny, whose O(d)
-    // costs per block would then dominate.
-    let per = if shrink::applies(cfg) { 1 } else { BLOCKS_PER_THREAD };
-    let blocks = (k * per).min(n);
+    // Blocks per thread (module docs), of at least `MIN_BLOCK_ROWS` rows when there are
+    // enough rows for one block per thread.
+    let blocks = (k * BLOCKS_PER_THREAD).min(n / MIN_BLOCK_ROWS).max(k).min(n);
     let mut sets: Vec<Vec<usize>> =
         (0..blocks).map(|p| perm[p * n / blocks..(p + 1) * n / blocks].to_vec()).collect();
     sets.iter_mut().for_each(|s| s.sort_unstable());
@@ -271,7 +275,10 @@ pub(crate) fn run<D: Rows, L: BlockLoss>(
     for (p, ((sub, alpha), row_sq)) in problems.iter().zip(alphas).zip(&row_sqs).enumerate() {
         // The CoCoA+ subproblem at `sigma' = K`: scale `1 / (l2_local n_b) = K / (l2 n)`.
         let objective = Objective { l2: ctx.l2 * n as f64 / (sigma_max * sub.n() as f64), l1: 0.0, bias };
-        let state = State::new(sub, ctx.loss, L2, objective, row_sq, alpha)?;
+        let mut state = State::new(sub, ctx.loss, L2, objective, row_sq, alpha)?;
+        // The lanes lend the blocks their points: the state's own are dropped.
+        state.swap_point(&mut Vec::new());
+        state.w = Vec::new();
         let state = match cfg.sampling {
             Sampling::Gap => state.sample_by_gaps(),
             _ if shrink::applies(cfg) => state.shrinking(),
@@ -283,14 +290,14 @@ pub(crate) fn run<D: Rows, L: BlockLoss>(
             kept: order.len(),
             order,
             rng: Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ stream),
-            delta: crate::budget::zeros(width)?,
-            own: crate::budget::zeros(width)?,
             start: crate::budget::zeros(sub.n())?,
             row_sq,
             sigma: sigma_max,
             visits: 0,
             l2: ctx.l2,
             n,
+            bias,
+            problem: sub,
             state,
         });
     }
@@ -299,13 +306,13 @@ pub(crate) fn run<D: Rows, L: BlockLoss>(
     let (mut v, mut w) = (crate::budget::zeros(width)?, crate::budget::zeros(width)?);
     let mut sum = crate::budget::zeros(width)?;
     let mut lanes = (0..k)
-        .map(|_| Ok(Lane { w: crate::budget::zeros(width)?, delta: crate::budget::zeros(width)? }))
+        .map(|_| Ok(Lane { point: crate::budget::zeros(width)?, delta: crate::budget::zeros(width)? }))
         .collect::<Result<Vec<_>>>()?;
     let mut groups: Vec<usize> = (0..blocks).collect();
     let mut shuffler = Xoshiro256PlusPlus::seed_from_u64(cfg.seed ^ 0x6A09_E667_F3BC_C908);
     let (l2, l1) = (ctx.l2, cfg.l1);
     // The start: its dual sum and model (the first round starts there).
-    certify(&mut parts, &mut v, &mut w, l1);
+    certify(&mut parts, &mut lanes, &mut v, &mut w, l1);
     let mut gap_trace = Vec::new();
     let mut last = None;
     let mut status = Status::MaxEpochs;
@@ -316,7 +323,8 @@ pub(crate) fn run<D: Rows, L: BlockLoss>(
         // Each lane (thread) runs a random group of blocks in a random order, carrying its
         // local model from block to block.
         groups.shuffle(&mut shuffler);
-        let scale = sigma / (l2 * n as f64);
+        // The blocks' states read their points at the scale `sigma' / (l2 n)`.
+        let unscale = l2 * n as f64 / sigma;
         {
             let mut slots: Vec<Option<&mut Part<'_, '_, D, L>>> = parts.iter_mut().map(Some).collect();
             let mut work: Vec<(&mut Lane, Vec<&mut Part<'_, '_, D, L>>)> = Vec::with_capacity(k);
@@ -325,19 +333,13 @@ pub(crate) fn run<D: Rows, L: BlockLoss>(
                 work.push((lane, ids.iter().map(|&b| slots[b].take().expect("each block once")).collect()));
             }
             let model = &w;
-            work.into_par_iter().for_each(|(lane, group)| lane.run(group, model, sigma, scale, cfg.sampling));
+            work.into_par_iter()
+                .for_each(|(lane, group)| lane.run(group, model, sigma, unscale, cfg.sampling));
         }
         rounds += 1;
         // The merge: `rho = ||sum_k dv_k||^2 / sum_k ||dv_k||^2`; the step `gamma = min(1,
         // sigma' / rho)` is an ascent step of the true dual (module docs).
-        let deltas: Vec<&[f64]> = lanes
-            .iter()
-            .enumerate()
-            .map(|(t, lane)| match &groups[t * blocks / k..(t + 1) * blocks / k] {
-                [b] => &parts[*b].delta[..],
-                _ => &lane.delta[..],
-            })
-            .collect();
+        let deltas: Vec<&[f64]> = lanes.iter().map(|lane| &lane.delta[..]).collect();
         sum.copy_from_slice(deltas[0]);
         let mut own_sq: f64 = deltas[0].iter().map(|d| d * d).sum();
         for delta in &deltas[1..] {
@@ -348,7 +350,9 @@ pub(crate) fn run<D: Rows, L: BlockLoss>(
         let rho = if own_sq > 0.0 { (sum_sq / own_sq).min(sigma_max) } else { 1.0 };
         let gamma = if rho <= sigma { 1.0 } else { sigma / rho };
         sigma = rho.clamp(1.0, sigma_max);
-        parts.par_iter_mut().for_each(|p| p.scale(gamma));
+        if gamma < 1.0 {
+            parts.par_iter_mut().for_each(|p| p.scale(gamma));
+        }
         v.iter_mut().zip(&sum).for_each(|(vj, s)| *vj += gamma * s);
         let mut visits = 0;
         for p in parts.iter_mut() {
@@ -372,7 +376,7 @@ pub(crate) fn run<D: Rows, L: BlockLoss>(
         }
         // Rows shrunk away come back for the certificate's pass and the next round.
         parts.iter_mut().for_each(|p| p.kept = p.order.len());
-        let (primal, gap) = certify(&mut parts, &mut v, &mut w, l1);
+        let (primal, gap) = certify(&mut parts, &mut lanes, &mut v, &mut w, l1);
         let c = ctx.judge.original(&w, &[], primal, gap);
         gap_trace.push(c.gap);
         last = Some((c, gap));
@@ -392,7 +396,7 @@ pub(crate) fn run<D: Rows, L: BlockLoss>(
     let (certificate, solved_gap) = match last {
         Some(last) => last,
         None => {
-            let (primal, gap) = certify(&mut parts, &mut v, &mut w, l1);
+            let (primal, gap) = certify(&mut parts, &mut lanes, &mut v, &mut w, l1);
             (ctx.judge.original(&w, &[], primal, gap), gap)
         }
     };
@@ -405,19 +409,23 @@ pub(crate) fn run<D: Rows, L: BlockLoss>(
 
 /// The exact certificate of the full problem at the blocks' duals as they stand (module
 /// docs): rebuilds the dual sum `v` and the model `w` from them and returns the primal value at
-/// `w` and the duality gap.
+/// `w` and the duality gap. The lanes' `delta` buffers hold the partial sums of contiguous runs
+/// of blocks, added in block order (the same bits whatever the scheduling).
 fn certify<D: Rows, L: BlockLoss>(
     parts: &mut [Part<'_, '_, D, L>],
+    lanes: &mut [Lane],
     v: &mut [f64],
     w: &mut [f64],
     l1: f64,
 ) -> (f64, f64) {
-    parts.par_iter_mut().for_each(|p| {
-        p.state.dual_sum(&mut p.own);
+    let run = parts.len().div_ceil(lanes.len());
+    lanes.par_iter_mut().zip(parts.par_chunks(run)).for_each(|(lane, chunk)| {
+        lane.delta.iter_mut().for_each(|d| *d = 0.0);
+        chunk.iter().for_each(|p| p.add_dual_sum(&mut lane.delta));
     });
     v.iter_mut().for_each(|vj| *vj = 0.0);
-    for p in parts.iter() {
-        v.iter_mut().zip(&p.own).for_each(|(vj, oj)| *vj += oj);
+    for lane in &lanes[..parts.len().div_ceil(run)] {
+        v.iter_mut().zip(&lane.delta).for_each(|(vj, oj)| *vj += oj);
     }
     let n: usize = parts.iter().map(|p| p.state.alpha.len()).sum();
     let l2 = parts[0].l2;

@@ -270,37 +270,23 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
         self.v.clone()
     }
 
-    /// Moves the state's primal point to `w` (feature-major, same layout as `v`) at the current
-    /// duals, like [`State::center_at`] but on a state that may already have a shift: `v = w l2
-    /// n`, `shift = v - own`, where `own` is the dual sum `sum_i s_i x_i alpha_i^T` when given
-    /// (fresh from [`State::dual_sum`]) and else the running one, `v - shift`. O(d k), no pass
-    /// over the rows: each round of a parallel fit ([`super::parallel`]) starts this way.
-    pub fn recenter(&mut self, w: &[f64], own: Option<&[f64]>) {
-        if self.shift.is_empty() {
-            self.shift = vec![0.0; self.v.len()];
-        }
-        for (j, ((vj, zj), &wj)) in self.v.iter_mut().zip(self.shift.iter_mut()).zip(w).enumerate() {
-            let sum = own.map_or(*vj - *zj, |o| o[j]);
-            *vj = wj / self.scale;
-            *zj = *vj - sum;
-        }
-        self.refresh_w();
+    /// Exchanges the unscaled dual sum `v` with `point` (same layout; O(1)). A parallel fit's
+    /// thread ([`super::parallel`]) lends its local point to each of its blocks for one pass
+    /// and takes it back with the block's changes added: the block then costs nothing per
+    /// feature, only per visited row. The point is read at this state's scale `1 / (l2 n)`.
+    pub fn swap_point(&mut self, point: &mut Vec<f64>) {
+        std::mem::swap(&mut self.v, point);
     }
 
     /// Sets the weight of `||w||^2 / 2` to `l2` and the rows' step curvatures `q` to match
-    /// (`row_sq` as in [`State::new`]); O(n). `v` and `w` are stale until the next
-    /// [`State::recenter`]: a parallel fit's partition ([`super::parallel`]) changes its
-    /// damping `sigma'` between rounds this way.
+    /// (`row_sq` as in [`State::new`]); O(n). `v` and `w` are then stale: a parallel fit's
+    /// block ([`super::parallel`]) changes its damping `sigma'` between rounds this way, its
+    /// point lent by [`State::swap_point`].
     pub fn set_l2(&mut self, l2: f64, row_sq: &[f64]) {
         self.l2 = l2;
         self.scale = 1.0 / (l2 * self.problem.n() as f64);
         let scale = self.scale;
         self.q.iter_mut().zip(row_sq).for_each(|(q, r)| *q = r * scale);
-    }
-
-    /// The unscaled dual sum `v` (shift included) as it stands, borrowed.
-    pub fn point(&self) -> &[f64] {
-        &self.v
     }
 
     /// Rebuilds `v` and `w` from `alpha` and makes one read-only pass at `w`.
