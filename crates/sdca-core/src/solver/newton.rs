@@ -171,13 +171,15 @@ impl<D: Rows, L: BlockLoss> Oracle for Newton<'_, '_, D, L> {
 impl<D: Rows, L: BlockLoss> Newton<'_, '_, D, L> {
     /// One row's terms at the score `a` (`s > 0`): fills `alpha_i` and `curve_i`, adds to the
     /// sums of `s_i phi` and of the Fenchel-Young gaps, and returns the slope `-s_i alpha_i`.
-    /// In a pass at `w = 0` (a cold start; `last` is `Some`) every score is 0, so the rows
-    /// reuse the terms of the last two labels met (the same function of the same arguments, so
+    /// In a pass at `w = 0` (a cold start) of a classification loss (`last` is `Some`) every
+    /// score is 0 and the labels are +-1, so the rows reuse the terms of the last two labels met (the same function of the same arguments, so
     /// the same bits): with binary labels the pass makes two `Loss::matched` calls instead of
     /// `n` (for logistic each is an `exp` and a `log1p`). Other passes call `matched` for
     /// every row: checking the last pairs there cost more than it saved (callgrind, the 500
     /// logistic fits of `examples/small_fits.rs`: 88.2M instructions without reuse, 90.2M
-    /// reusing in every pass, 86.4M reusing in cold passes only).
+    /// reusing in every pass, 86.4M reusing in cold passes only). Regression labels rarely
+    /// repeat, and squared loss's terms cost less than the check (the squared fits: 52.8M
+    /// instructions without reuse, 54.3M reusing in cold passes).
     #[inline(always)]
     fn row(
         &self,
@@ -223,7 +225,7 @@ impl<D: Rows, L: BlockLoss> Newton<'_, '_, D, L> {
         let p = self.problem;
         let (x, n, d) = (p.x, p.n(), p.x.n_cols());
         let (mut sums, mut last) = ((0.0, 0.0), [None; 2]);
-        let cold = pt.w.iter().all(|&v| v == 0.0);
+        let cold = L::CLASSIFICATION && pt.w.iter().all(|&v| v == 0.0);
         for i in 0..n {
             let s = p.weight(i);
             if s == 0.0 {
@@ -245,7 +247,7 @@ impl<D: Rows, L: BlockLoss> Newton<'_, '_, D, L> {
         let (x, n) = (p.x, p.n());
         let Some(mut c) = self.columns.take() else { return (f64::NAN, f64::NAN) };
         let (mut sums, mut last) = ((0.0, 0.0), [None; 2]);
-        let cold = pt.w.iter().all(|&v| v == 0.0);
+        let cold = L::CLASSIFICATION && pt.w.iter().all(|&v| v == 0.0);
         let mut start = 0;
         while start < n {
             let len = c.rows.min(n - start);
