@@ -615,7 +615,8 @@ impl Columns {
     /// computed. Returns the point, which features kept a bound, and the stored entries read
     /// (the columns computed, plus the rows for the distance to the anchor). `None` when no
     /// feature is in `rest` (the point is complete). One pass over the features: the rest
-    /// completed, and for `l2 > 0` the features that can add to the dual listed ([`hot`]).
+    /// completed, and for `l2 > 0` the features that can add to the dual listed: those not
+    /// proven `|u_j| <= l1` (elsewhere `soft(u_j, l1) = 0`, and a sum's `+ 0` keeps its bits).
     #[allow(clippy::too_many_arguments)]
     fn complete<L: Loss>(
         &self,
@@ -670,6 +671,20 @@ impl Columns {
         needed: impl Fn(usize, f64) -> bool,
         nf: f64,
     ) -> usize {
+        self.sharpen_listing(point, loose, needed, None, nf)
+    }
+
+    /// [`Self::sharpen`], and when `hot` is given (a list and `l1`), the features that can add to
+    /// the dual for `l2 > 0` afterwards (`|u_j| > l1` or NaN) pushed to the list, increasing, in
+    /// the same scan.
+    fn sharpen_listing(
+        &self,
+        point: &mut Point,
+        loose: &mut [bool],
+        needed: impl Fn(usize, f64) -> bool,
+        mut hot: Option<(&mut Vec<usize>, f64)>,
+        nf: f64,
+    ) -> usize {
         let mut t: Option<Vec<f64>> = None;
         let mut visited = 0;
         for (j, loose) in loose.iter_mut().enumerate() {
@@ -678,6 +693,12 @@ impl Columns {
                 point.u[j] = self.grad(j, t, nf);
                 *loose = false;
                 visited += self.len(j);
+            }
+            if let Some((hot, l1)) = hot.as_mut() {
+                let (u, l1) = (point.u[j], *l1);
+                if u.abs() > l1 || u.is_nan() {
+                    hot.push(j);
+                }
             }
         }
         visited
@@ -823,13 +844,6 @@ fn better(a: Point, b: Option<Point>) -> Point {
         }
         _ => a,
     }
-}
-
-/// The features whose `u` can add to the dual for `l2 > 0`, increasing: those not proven
-/// `|u_j| <= l1` (elsewhere `soft(u_j, l1) = 0`, and a sum's `+ 0` keeps its bits), so a
-/// certificate's sum runs over them instead of every feature.
-fn hot(u: &[f64], l1: f64) -> Vec<usize> {
-    (0..u.len()).filter(|&j| u[j].abs() > l1 || u[j].is_nan()).collect()
 }
 
 /// The state of the descent.
@@ -1514,14 +1528,17 @@ fn descend<D: Rows, L: Loss>(
                 // For l2 = 0, the exact u's top scales the point into the box.
                 let top = |p: &Point| (0..d).filter(|&j| !loose[j]).fold(0.0f64, |m, j| m.max(p.u[j].abs()));
                 let into = if penalty.1 == 0.0 { top(&p).max(cfg.l1) } else { cfg.l1 };
-                let visited = cols.sharpen(&mut p, &mut loose, |_, bound| bound >= into, nf);
-                // For l2 > 0, over the features that can add to the dual (the loose ones'
-                // bounds are below l1 now).
-                let mut p = if penalty.1 > 0.0 {
-                    let scope = hot(&p.u, cfg.l1);
-                    cols.finish(loss, p.theta, p.u, p.u_c, scope.into_iter(), s.primal(), penalty, nf)
-                } else {
-                    cols.finish(loss, p.theta, p.u, p.u_c, 0..d, s.primal(), penalty, nf)
+                // For l2 > 0, the certificate sums over the features that can add to the dual
+                // (the loose ones' bounds are below l1 now), listed in the same scan.
+                let mut scope = (penalty.1 > 0.0).then(Vec::new);
+                let at = |_, bound| bound >= into;
+                let listing = scope.as_mut().map(|v| (v, cfg.l1));
+                let visited = cols.sharpen_listing(&mut p, &mut loose, at, listing, nf);
+                let mut p = match scope {
+                    Some(scope) => {
+                        cols.finish(loss, p.theta, p.u, p.u_c, scope.into_iter(), s.primal(), penalty, nf)
+                    }
+                    None => cols.finish(loss, p.theta, p.u, p.u_c, 0..d, s.primal(), penalty, nf),
                 };
                 let reach = if screening { reach(&p.certificate) } else { f64::INFINITY };
                 let kept = |j: usize, bound: f64| !safe(bound, norms[j], reach);
@@ -1596,7 +1613,10 @@ fn descend<D: Rows, L: Loss>(
             let mut test = |j: usize| {
                 if safe(point.u[j], norms[j], reach) {
                     screened[j] = true;
-                    s.zero(j);
+                    // Most screened features are zero already: no call for them.
+                    if s.model()[j] != 0.0 {
+                        s.zero(j);
+                    }
                 } else {
                     next.push(j);
                 }
