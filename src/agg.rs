@@ -24,7 +24,7 @@ use pyo3_polars::derive::{_parse_kwargs, _set_panic, _update_last_error, CallerC
 use pyo3_polars::export::polars_ffi::version_0::{self as abi, SeriesExport};
 
 use crate::expressions;
-use crate::fit::ModelOut;
+use crate::fit::{ModelOut, PackedOut};
 use crate::kwargs::{fit_from_raw, Packed};
 use crate::output;
 
@@ -94,10 +94,10 @@ fn schema(name: &PlSmallStr, dtype: &DataType) -> Option<*mut ArrowSchema> {
 /// The model struct array exported with a kept schema (`None`: no schema could be kept).
 fn export_model(
     name: &PlSmallStr,
-    t: &output::ModelType,
+    dtype: &DataType,
     array: Box<dyn polars_arrow::array::Array>,
 ) -> Result<Export, Box<dyn polars_arrow::array::Array>> {
-    let Some(field) = schema(name, &t.dtype) else { return Err(array) };
+    let Some(field) = schema(name, dtype) else { return Err(array) };
     let array = Box::into_raw(Box::new(export_array_to_c(array)));
     let mut private = Box::new(Private { arrays: [array] });
     let arrays = private.arrays.as_mut_ptr();
@@ -129,7 +129,7 @@ pub unsafe extern "C" fn _polars_plugin_fit(
             expressions::fit(inputs, &kwargs)
         });
         match result {
-            Ok(ModelOut::Arrow(name, t, array)) => match export_model(&name, &t, array) {
+            Ok(ModelOut::Arrow(name, t, array)) => match export_model(&name, &t.dtype, array) {
                 // SAFETY: `Export` has `SeriesExport`'s layout (checked above); the host's
                 // value there is empty (no release), so nothing is leaked by overwriting it.
                 Ok(out) => std::ptr::write(return_value as *mut Export, out),
@@ -167,6 +167,74 @@ pub unsafe extern "C" fn _polars_plugin_field_fit(
                         polars_err!(InvalidOperation: "could not parse kwargs: '{err}'\n\nCheck: registration of kwargs in the plugin.")
                     })?;
                 expressions::fit_output(&fields, kwargs)
+            });
+        match result {
+            Ok(out) => *return_value = export_field_to_c(&out.to_arrow(CompatLevel::newest())),
+            Err(err) => _update_last_error(err),
+        }
+    });
+    if outcome.is_err() {
+        _set_panic();
+    }
+}
+
+/// `fit_packed`'s expression function: as [`_polars_plugin_fit`], for the packed row that
+/// `group_by().agg(fit(...))` keeps per group (`unpack_models` builds the models afterwards).
+///
+/// # Safety
+/// Called by Polars with the plugin ABI's arguments (polars-ffi `version_0`).
+#[no_mangle]
+pub unsafe extern "C" fn _polars_plugin_fit_packed(
+    e: *mut SeriesExport,
+    input_len: usize,
+    kwargs_ptr: *const u8,
+    kwargs_len: usize,
+    return_value: *mut SeriesExport,
+    _context: *mut CallerContext,
+) {
+    let outcome = std::panic::catch_unwind(move || {
+        let result = abi::import_series_buffer(e, input_len).and_then(|inputs| {
+            let kwargs = fit_from_raw(std::slice::from_raw_parts(kwargs_ptr, kwargs_len))?;
+            expressions::fit_packed(inputs, &kwargs)
+        });
+        match result {
+            Ok(PackedOut::Arrow(name, t, array)) => match export_model(&name, &t.dtype, array) {
+                // SAFETY: as in `_polars_plugin_fit`.
+                Ok(out) => std::ptr::write(return_value as *mut Export, out),
+                Err(array) => *return_value = abi::export_series(&output::packed_series(&name, &t, array)),
+            },
+            Ok(PackedOut::Series(s)) => *return_value = abi::export_series(&s),
+            Err(err) => _update_last_error(err),
+        }
+    });
+    if outcome.is_err() {
+        _set_panic();
+    }
+}
+
+/// `fit_packed`'s output-type function.
+///
+/// # Safety
+/// Called by Polars with the plugin ABI's arguments (polars-ffi `version_0`, minor 1).
+#[no_mangle]
+pub unsafe extern "C" fn _polars_plugin_field_fit_packed(
+    field: *mut ArrowSchema,
+    len: usize,
+    return_value: *mut ArrowSchema,
+    kwargs_ptr: *const u8,
+    kwargs_len: usize,
+) {
+    let outcome = std::panic::catch_unwind(move || {
+        let result = std::slice::from_raw_parts(field, len)
+            .iter()
+            .map(|f| Ok(Field::from(&import_field_from_c(f)?)))
+            .collect::<PolarsResult<Vec<Field>>>()
+            .and_then(|fields| {
+                let kwargs: Packed =
+                    _parse_kwargs(std::slice::from_raw_parts(kwargs_ptr, kwargs_len)).map_err(|err| {
+                        polars_err!(InvalidOperation: "could not parse kwargs: '{err}'\n\nCheck: registration of kwargs in the plugin.")
+                    })?;
+                expressions::fit_packed_output(&fields, kwargs)
             });
         match result {
             Ok(out) => *return_value = export_field_to_c(&out.to_arrow(CompatLevel::newest())),
