@@ -682,11 +682,11 @@ fn solver_name(name: &str) -> &'static str {
     static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
     const KNOWN: [&str; 7] = ["sdca", "accelerated", "pdprox", "newton", "cd", "closed_form", "lbfgs"];
     if let Some(k) = KNOWN.iter().find(|k| **k == name) {
-        return *k;
+        return k;
     }
     let Ok(mut names) = NAMES.lock() else { return "unknown" };
     if let Some(k) = names.iter().find(|k| **k == name) {
-        return *k;
+        return k;
     }
     if names.len() >= 64 {
         return "unknown";

@@ -134,9 +134,8 @@ def test_models_predict_and_warm_start() -> None:
 
 def test_models_compose_with_when_then() -> None:
     df = _frame(4, 30).sort("g")
-    out = df.group_by("g", maintain_order=True).agg(
-        pl.when(pl.col("g").first() != 2).then(pl.col("t").sdca.fit(FEATS, loss="squared", l2=1e-2)).alias("m")
-    )
+    model = pl.col("t").sdca.fit(FEATS, loss="squared", l2=1e-2)
+    out = df.group_by("g", maintain_order=True).agg(pl.when(pl.col("g").first() != 2).then(model).alias("m"))
     m = out["m"]
     assert m.null_count() == 1
     assert m[2] is None
