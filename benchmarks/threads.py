@@ -17,10 +17,10 @@ warm-up, passes over the data, checks, and the certified objective.
 
 The machine's ceiling: how much faster can any K-thread fit be than one thread here? Cores that
 share a physical core (SMT siblings) or memory bandwidth slow each other. Each loss's ceiling runs
-K copies of the one-thread fit at once (separate processes, nothing shared) and reports
-``K x wall alone / wall together``: the throughput K independent fits reach, about the best
-speed-up one fit on K threads can expect on this machine (it shares the same cores, caches and
-memory bandwidth, and its threads must also exchange updates).
+K copies of the one-thread fit at once (separate processes, nothing shared), alternating with
+one copy alone, and reports ``K x wall alone / wall together``: the throughput K independent
+fits reach, about the best speed-up one fit on K threads can expect on this machine (it shares
+the same cores, caches and memory bandwidth, and its threads must also exchange updates).
 
 Writes ``benchmarks/results_threads.md``, naming the commit; refuses a dirty tree unless
 ``--dry-run`` (which writes nothing).
@@ -102,23 +102,30 @@ def bench_executable() -> str:
     raise SystemExit("cargo did not name the epoch_cost bench executable")
 
 
-def ceiling(exe: str, data: Path, loss: str, copies: int, alone: float, args: argparse.Namespace) -> float:
+def ceiling(exe: str, data: Path, loss: str, copies: int, args: argparse.Namespace) -> float:
     """``copies x alone / together``: the throughput of ``copies`` one-thread fits run at once.
 
-    ``together`` is the mean over the copies of each one's median wall seconds per fit.
+    Three rounds, each one copy alone then ``copies`` at once; a round's ``alone`` and
+    ``together`` are median wall seconds per fit (the mean over the copies for ``together``);
+    the result is the median of the rounds' ratios (one run alone drifts by 20% on a shared
+    machine, so a ratio of runs far apart in time is noise).
     """
     options = {"data": data, "loss": loss, "l2": args.l2, "tol": args.tol, "solver": "sdca"}
     options |= {"n_threads": 1, "reps": args.reps, "max_epochs": args.max_epochs}
     cmd = [exe, "--bench"] + [f"{k}={v}" for k, v in options.items()]
-    procs = [subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(copies)]
-    walls = []
-    for proc in procs:
-        out, _ = proc.communicate()
-        fits = [m.groupdict() for m in map(LINE.match, out.splitlines()) if m]
-        if proc.returncode != 0 or not fits:
-            raise SystemExit(f"a concurrent copy of the bench failed:\n{out}")
-        walls.append(statistics.median(float(f["wall"]) for f in fits))
-    return copies * alone / statistics.fmean(walls)
+
+    def walls(n: int) -> float:
+        procs = [subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(n)]
+        medians = []
+        for proc in procs:
+            out, _ = proc.communicate()
+            fits = [m.groupdict() for m in map(LINE.match, out.splitlines()) if m]
+            if proc.returncode != 0 or not fits:
+                raise SystemExit(f"a copy of the bench failed:\n{out}")
+            medians.append(statistics.median(float(f["wall"]) for f in fits))
+        return statistics.fmean(medians)
+
+    return statistics.median(copies * walls(1) / walls(copies) for _ in range(3))
 
 
 def report(
@@ -198,7 +205,7 @@ def main() -> None:
             exe = bench_executable()
             for r in rows:
                 if r["threads"] == 1:
-                    ceilings[r["loss"]] = ceiling(exe, data, r["loss"], all_cores, r["wall"], args)
+                    ceilings[r["loss"]] = ceiling(exe, data, r["loss"], all_cores, args)
     body = report(rows, ceilings, args, info, all_cores)
     print(body)
     if not args.dry_run:
