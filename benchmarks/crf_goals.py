@@ -25,6 +25,10 @@ Rows, per problem:
   L-BFGS is timed to its first iterate within ``eps`` of the lower end (in hindsight, which favours
   it). Ratios are SDCA / CRFsuite CPU seconds for one thread, wall seconds for all cores
   (several threads spend more CPU in total; what they buy is wall time).
+* **ceiling**: as many one-thread fits to ``eps`` as there are cores, each in its own process,
+  started together after a warm-up (nothing shared): ``cores x wall alone / wall together`` is
+  the throughput independent fits reach, about the best speed-up one fit on every core can
+  expect on this machine (cores that are SMT siblings or share memory bandwidth slow each other).
 
 Writes the "goals" section of ``benchmarks/results_crf.md`` and ``benchmarks/out/crf_goals.json``,
 naming the commit; refuses a dirty tree unless ``--dry-run`` (which writes nothing).
@@ -34,6 +38,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import multiprocessing as mp
 import os
 import subprocess
 import time
@@ -114,6 +119,31 @@ def lbfgs(problem: Problem, l2: float, lower: float, eps: float, max_iterations:
     }
 
 
+def _ceiling_copy(name: str, subset: int | None, options: dict[str, Any], start: Any, walls: Any) -> None:
+    """One of the concurrent copies: load, warm up, wait for the others, fit, report the wall."""
+    problem = load_problem(name, subset)
+    sdca_fit(problem, max_epochs=1, check_every=0, n_threads=1, seed=options["seed"])
+    start.wait()
+    walls.put(sdca_fit(problem, n_threads=1, **options)["wall"])
+
+
+def ceiling(name: str, args: argparse.Namespace, copies: int, eps: float) -> list[float]:
+    """Wall seconds of ``copies`` one-thread fits to ``eps`` run at once in separate processes."""
+    ctx = mp.get_context("spawn")
+    start, walls = ctx.Barrier(copies), ctx.Queue()
+    options = {"tol": eps, "max_epochs": args.max_epochs, "seed": args.seed}
+    copy_args = (name, args.subset, options, start, walls)
+    procs = [ctx.Process(target=_ceiling_copy, args=copy_args) for _ in range(copies)]
+    for proc in procs:
+        proc.start()
+    out = [walls.get() for _ in procs]
+    for proc in procs:
+        proc.join()
+        if proc.exitcode != 0:
+            raise SystemExit(f"a concurrent copy of the {name} fit failed (exit code {proc.exitcode})")
+    return out
+
+
 def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
     started = time.perf_counter()
     info = machine_info(args.seed)
@@ -144,6 +174,9 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
         r["cpu"] = float(np.median([d["cpu"] for d in done]))
         r["subopt"] = r["primal"] / lower - 1
         runs[str(threads)] = r
+    together = ceiling(name, args, cores, eps) if cores > 1 else []
+    limit = cores * runs["1"]["wall"] / float(np.mean(together)) if together else None
+    print(f"  {cores} one-thread copies at once: {together} s wall, ceiling {limit}", flush=True)
     peer = lbfgs(problem, 1.0 / problem.n, lower, eps, args.lbfgs_iterations)
     print(f"  L-BFGS: {peer}", flush=True)
     return {
@@ -157,6 +190,7 @@ def measure(name: str, args: argparse.Namespace) -> dict[str, Any]:
         "upper": upper,
         "reference_epochs": ref["epochs"],
         "sdca": runs,
+        "ceiling": limit,
         "lbfgs": peer,
         "minutes": (time.perf_counter() - started) / 60,
         "machine": machine_line(info, os.getloadavg()),
@@ -174,12 +208,14 @@ def report(results: list[dict[str, Any]]) -> str:
         "`P*` (hindsight); SDCA's fits alternate between one thread and all cores, medians of three. "
         "One thread: CPU seconds; all cores: wall seconds (SDCA on "
         "`n_threads` = Polars' thread count, CRFsuite on its one thread). Ratio = SDCA / CRFsuite "
-        "(< 1: SDCA faster).",
+        "(< 1: SDCA faster). Ceiling: as many one-thread fits as cores run at once in separate "
+        "processes, `cores x wall alone / wall together`, about the best speed-up every core can "
+        "give one fit on this machine.",
         "",
         "| problem | K | epoch / L-BFGS iteration | eps | SDCA 1 thread: CPU s (epochs) "
         "| L-BFGS: CPU s (iterations) | ratio | SDCA all cores: wall s (epochs) | ratio (wall) "
-        "| speed-up over 1 thread (wall) |",
-        "|---|---:|---|---:|---|---|---:|---|---:|---:|",
+        "| speed-up over 1 thread (wall) | ceiling |",
+        "|---|---:|---|---:|---|---|---:|---|---:|---:|---:|",
     ]
     for r in results:
         one = r["sdca"]["1"]
@@ -201,6 +237,7 @@ def report(results: list[dict[str, Any]]) -> str:
             f"{many['wall']:.1f} ({many['epochs']}, {r['cores']} threads)",
             ratio_wall,
             f"{one['wall'] / many['wall']:.2f}",
+            "not measured" if r.get("ceiling") is None else f"{r['ceiling']:.2f}",
         ]
         lines.append("| " + " | ".join(cells) + " |")
     tagged = sorted((r for r in results if r["problem"] != "ocr"), key=lambda r: r["labels"])

@@ -15,6 +15,13 @@ not yet a plugin option. Each row: one thread and every core (``os.sched_getaffi
 the same certified relative gap ``--tol``, median CPU and wall seconds of ``--reps`` fits after a
 warm-up, passes over the data, checks, and the certified objective.
 
+The machine's ceiling: how much faster can any K-thread fit be than one thread here? Cores that
+share a physical core (SMT siblings) or memory bandwidth slow each other. Each loss's ceiling runs
+K copies of the one-thread fit at once (separate processes, nothing shared), alternating with
+one copy alone, and reports ``K x wall alone / wall together``: the throughput K independent
+fits reach, about the best speed-up one fit on K threads can expect on this machine (it shares
+the same cores, caches and memory bandwidth, and its threads must also exchange updates).
+
 Writes ``benchmarks/results_threads.md``, naming the commit; refuses a dirty tree unless
 ``--dry-run`` (which writes nothing).
 """
@@ -23,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import datetime as dt
+import json
 import os
 import re
 import statistics
@@ -81,7 +89,52 @@ def run(data: Path, loss: str, threads: int, args: argparse.Namespace) -> dict[s
     }
 
 
-def report(rows: list[dict[str, Any]], args: argparse.Namespace, info: dict[str, Any], all_cores: int) -> str:
+def bench_executable() -> str:
+    """The compiled ``epoch_cost`` bench (built if needed), to start several copies at once."""
+    cmd = ["cargo", "bench", "-q", "-p", "sdca-core", "--bench", "epoch_cost", "--no-run"]
+    cmd.append("--message-format=json")
+    out = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, check=True)
+    for line in out.stdout.splitlines():
+        msg = json.loads(line)
+        built = msg.get("reason") == "compiler-artifact" and msg.get("executable")
+        if built and msg["target"]["name"] == "epoch_cost":
+            return str(msg["executable"])
+    raise SystemExit("cargo did not name the epoch_cost bench executable")
+
+
+def ceiling(exe: str, data: Path, loss: str, copies: int, args: argparse.Namespace) -> float:
+    """``copies x alone / together``: the throughput of ``copies`` one-thread fits run at once.
+
+    Three rounds, each one copy alone then ``copies`` at once; a round's ``alone`` and
+    ``together`` are median wall seconds per fit (the mean over the copies for ``together``);
+    the result is the median of the rounds' ratios (one run alone drifts by 20% on a shared
+    machine, so a ratio of runs far apart in time is noise).
+    """
+    options = {"data": data, "loss": loss, "l2": args.l2, "tol": args.tol, "solver": "sdca"}
+    options |= {"n_threads": 1, "reps": args.reps, "max_epochs": args.max_epochs}
+    cmd = [exe, "--bench"] + [f"{k}={v}" for k, v in options.items()]
+
+    def walls(n: int) -> float:
+        procs = [subprocess.Popen(cmd, cwd=ROOT, stdout=subprocess.PIPE, text=True) for _ in range(n)]
+        medians = []
+        for proc in procs:
+            out, _ = proc.communicate()
+            fits = [m.groupdict() for m in map(LINE.match, out.splitlines()) if m]
+            if proc.returncode != 0 or not fits:
+                raise SystemExit(f"a copy of the bench failed:\n{out}")
+            medians.append(statistics.median(float(f["wall"]) for f in fits))
+        return statistics.fmean(medians)
+
+    return statistics.median(copies * walls(1) / walls(copies) for _ in range(3))
+
+
+def report(
+    rows: list[dict[str, Any]],
+    ceilings: dict[str, float],
+    args: argparse.Namespace,
+    info: dict[str, Any],
+    all_cores: int,
+) -> str:
     lines = [
         "# One linear fit on one thread and on every core (issue 16)",
         "",
@@ -103,6 +156,21 @@ def report(rows: list[dict[str, Any]], args: argparse.Namespace, info: dict[str,
             f"| {r['loss']} | {r['threads']} | {r['epochs']} | {r['checks']} | {r['cpu']:.2f} | "
             f"{r['wall']:.2f} | {ratio:.2f} | {r['status']} | {r['rel_gap']:.1e} | {r['primal']:.10f} |"
         )
+    if ceilings:
+        lines += [
+            "",
+            f"The machine's ceiling for {all_cores} threads: {all_cores} copies of the one-thread fit run at "
+            f"once (separate processes), throughput against one copy alone (`{all_cores} x wall alone / "
+            "wall together`). One fit on this many threads can expect at best about this; the issue's "
+            "target for every core is 1.7x.",
+            "",
+            "| loss | ceiling | best multi-thread speed-up (1 thread wall / all cores wall) |",
+            "|---|---:|---:|",
+        ]
+        for loss, limit in ceilings.items():
+            multi = [r for r in rows if r["loss"] == loss and r["threads"] == all_cores]
+            speed = one[loss]["wall"] / multi[0]["wall"] if multi and multi[0]["wall"] > 0 else float("nan")
+            lines.append(f"| {loss} | {limit:.2f}x | {speed:.2f}x |")
     return "\n".join(lines) + "\n"
 
 
@@ -132,7 +200,13 @@ def main() -> None:
             for loss in filter(None, args.losses.split(","))
             for threads in sorted({1, all_cores})
         ]
-    body = report(rows, args, info, all_cores)
+        ceilings = {}
+        if all_cores > 1:
+            exe = bench_executable()
+            for r in rows:
+                if r["threads"] == 1:
+                    ceilings[r["loss"]] = ceiling(exe, data, r["loss"], all_cores, args)
+    body = report(rows, ceilings, args, info, all_cores)
     print(body)
     if not args.dry_run:
         (HERE / "results_threads.md").write_text(body)

@@ -129,7 +129,7 @@ impl Columns {
     }
 }
 
-/// The last two (score, label) pairs of a pass and their terms ([`Newton::row`]).
+/// The last two (score, label) pairs of a cold pass and their terms ([`Newton::row`]).
 type Last = [Option<(f64, f64, Matched)>; 2];
 
 /// The data, the loss and the scratch of the passes.
@@ -171,26 +171,44 @@ impl<D: Rows, L: BlockLoss> Oracle for Newton<'_, '_, D, L> {
 impl<D: Rows, L: BlockLoss> Newton<'_, '_, D, L> {
     /// One row's terms at the score `a` (`s > 0`): fills `alpha_i` and `curve_i`, adds to the
     /// sums of `s_i phi` and of the Fenchel-Young gaps, and returns the slope `-s_i alpha_i`.
-    /// `last` holds the terms of the last two (score, label) pairs met in this pass: a row
-    /// with one of them reuses its terms (the same function of the same arguments, so the same
-    /// bits). At a cold start every score is 0, so with binary labels the first pass makes two
-    /// `Loss::matched` calls instead of `n` (for logistic each call is an `exp` and a `log1p`,
-    /// 16% of the samples of a `fit_groups` run of 50 x 6 logistic groups under perf).
+    /// In a pass at `w = 0` (a cold start) of a classification loss (`last` is `Some`) every
+    /// score is 0 and the labels are +-1, so the rows reuse the terms of the last two labels met (the same function of the same arguments, so
+    /// the same bits): with binary labels the pass makes two `Loss::matched` calls instead of
+    /// `n` (for logistic each is an `exp` and a `log1p`). Other passes call `matched` for
+    /// every row: checking the last pairs there cost more than it saved (callgrind, the 500
+    /// logistic fits of `examples/small_fits.rs`: 88.2M instructions without reuse, 90.2M
+    /// reusing in every pass, 86.4M reusing in cold passes only). Regression labels rarely
+    /// repeat, and squared loss's terms cost less than the check (the squared fits: 52.8M
+    /// instructions without reuse, 54.3M reusing in cold passes).
     #[inline(always)]
-    fn row(&self, pt: &mut Point, i: usize, s: f64, a: f64, sums: &mut (f64, f64), last: &mut Last) -> f64 {
+    fn row(
+        &self,
+        pt: &mut Point,
+        i: usize,
+        s: f64,
+        a: f64,
+        sums: &mut (f64, f64),
+        last: Option<&mut Last>,
+    ) -> f64 {
         // The matched dual, `phi(a)` (shared with `P`), the row's Fenchel-Young gap and
         // `phi''(a)` in one call (`Loss::matched`).
         let y = self.problem.y[i];
-        let same = |e: &Option<(f64, f64, Matched)>| {
-            e.filter(|(la, ly, _)| la.to_bits() == a.to_bits() && ly.to_bits() == y.to_bits()).map(|e| e.2)
-        };
-        let row = match same(&last[0]).or_else(|| same(&last[1])) {
-            Some(m) => m,
-            None => {
-                let m = self.loss.matched(&[a], y);
-                last[1] = last[0];
-                last[0] = Some((a, y, m));
-                m
+        let row = match last {
+            None => self.loss.matched(&[a], y),
+            Some(last) => {
+                let same = |e: &Option<(f64, f64, Matched)>| {
+                    e.filter(|(la, ly, _)| la.to_bits() == a.to_bits() && ly.to_bits() == y.to_bits())
+                        .map(|e| e.2)
+                };
+                match same(&last[0]).or_else(|| same(&last[1])) {
+                    Some(m) => m,
+                    None => {
+                        let m = self.loss.matched(&[a], y);
+                        last[1] = last[0];
+                        last[0] = Some((a, y, m));
+                        m
+                    }
+                }
             }
         };
         pt.alpha[i] = row.alpha;
@@ -207,6 +225,7 @@ impl<D: Rows, L: BlockLoss> Newton<'_, '_, D, L> {
         let p = self.problem;
         let (x, n, d) = (p.x, p.n(), p.x.n_cols());
         let (mut sums, mut last) = ((0.0, 0.0), [None; 2]);
+        let cold = L::CLASSIFICATION && pt.w.iter().all(|&v| v == 0.0);
         for i in 0..n {
             let s = p.weight(i);
             if s == 0.0 {
@@ -215,7 +234,7 @@ impl<D: Rows, L: BlockLoss> Newton<'_, '_, D, L> {
                 continue;
             }
             let a = x.dot(i, &pt.w) + self.bias * pt.w[d];
-            let slope = self.row(pt, i, s, a, &mut sums, &mut last);
+            let slope = self.row(pt, i, s, a, &mut sums, cold.then_some(&mut last));
             x.axpy(i, slope, &mut pt.grad);
             pt.grad[d] += slope * self.bias;
         }
@@ -228,6 +247,7 @@ impl<D: Rows, L: BlockLoss> Newton<'_, '_, D, L> {
         let (x, n) = (p.x, p.n());
         let Some(mut c) = self.columns.take() else { return (f64::NAN, f64::NAN) };
         let (mut sums, mut last) = ((0.0, 0.0), [None; 2]);
+        let cold = L::CLASSIFICATION && pt.w.iter().all(|&v| v == 0.0);
         let mut start = 0;
         while start < n {
             let len = c.rows.min(n - start);
@@ -247,7 +267,7 @@ impl<D: Rows, L: BlockLoss> Newton<'_, '_, D, L> {
                     pt.curve[i] = 0.0;
                     *ar = 0.0;
                 } else {
-                    *ar = self.row(pt, i, s, *ar, &mut sums, &mut last);
+                    *ar = self.row(pt, i, s, *ar, &mut sums, cold.then_some(&mut last));
                 }
             }
             for (g, zj) in pt.grad.iter_mut().zip(c.z.chunks_exact(len).take(c.cols)) {
