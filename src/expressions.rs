@@ -10,7 +10,9 @@ use crate::convert::{aligned, check_feature_dtypes, Call};
 use crate::error::param;
 use crate::fit::{self, split};
 use crate::kwargs::{FitKwargs, Packed, PathKwargs, PredictKwargs};
-use crate::output::{model_fields, rows_fields};
+use crate::output::{
+    model_fields, packed_fields, packed_label, rows_fields, unpack_models as unpack, ModelMeta,
+};
 use crate::path;
 use crate::predict;
 
@@ -50,6 +52,46 @@ pub fn fit(inputs: Vec<Series>, kwargs: &FitKwargs) -> PolarsResult<fit::ModelOu
     let inputs = crate::convert::aligned_owned(inputs, &kwargs.layout, Call::Fit)?;
     split(fit::warm_input(&inputs, &kwargs.layout).0, &kwargs.layout)?;
     fit::model(&inputs, kwargs)
+}
+
+/// `fit_packed` (its plugin symbols are written out in [`crate::agg`]).
+pub fn fit_packed(inputs: Vec<Series>, kwargs: &FitKwargs) -> PolarsResult<fit::PackedOut> {
+    let inputs = crate::convert::aligned_owned(inputs, &kwargs.layout, Call::Fit)?;
+    split(fit::warm_input(&inputs, &kwargs.layout).0, &kwargs.layout)?;
+    fit::packed(&inputs, kwargs)
+}
+
+pub fn fit_packed_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {
+    let kwargs = kwargs.fit()?;
+    fit_checked_fields(fields, &kwargs)?;
+    Ok(Field::new(fields[0].name().clone(), DataType::Struct(packed_fields(fields[0].dtype()))))
+}
+
+/// The model field of `unpack_models` over a `fit_packed` column `packed`.
+fn unpack_field(packed: &Field, kwargs: &FitKwargs) -> PolarsResult<Field> {
+    let label = packed_label(packed.dtype())?;
+    Ok(Field::new(packed.name().clone(), DataType::Struct(model_fields(&label, fit::is_multiclass(kwargs)))))
+}
+
+fn unpack_models_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {
+    let packed = fields.first().ok_or_else(|| polars_err!(ComputeError: "unpack_models needs one input"))?;
+    unpack_field(packed, &*kwargs.fit()?)
+}
+
+/// The model structs of `fit_packed` rows, for every group in one call (elementwise).
+#[polars_expr(output_type_func_with_kwargs = unpack_models_output)]
+fn unpack_models(inputs: &[Series], kwargs: Packed) -> PolarsResult<Series> {
+    let kw = kwargs.fit()?;
+    let packed = inputs.first().ok_or_else(|| polars_err!(ComputeError: "unpack_models needs one input"))?;
+    let label = packed_label(packed.dtype())?;
+    let meta = ModelMeta {
+        label_dtype: &label,
+        loss: &kw.params.loss,
+        multiclass: fit::is_multiclass(&kw),
+        l2: kw.params.l2,
+        l1: kw.params.l1,
+    };
+    unpack(packed, &meta)
 }
 
 fn fit_groups_output(fields: &[Field], kwargs: Packed) -> PolarsResult<Field> {

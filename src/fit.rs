@@ -260,6 +260,28 @@ pub fn model(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<ModelOut> {
     row.map(ModelOut::Series)
 }
 
+/// `fit_packed`'s row: the bare one-row Arrow struct array (a label dtype with no logical
+/// type) or the same row as a `Series`.
+pub enum PackedOut {
+    /// The row as an array of `PackedType::dtype`'s physical type, exported as built.
+    Arrow(PlSmallStr, Rc<output::PackedType>, Box<dyn Array>),
+    /// The row as a `Series` (a logical label dtype).
+    Series(Series),
+}
+
+/// `fit_packed`: one packed model row for the group ([`output::packed`]); `unpack_models`
+/// turns the stacked rows into the model struct (what [`model`] returns for one group).
+pub fn packed(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<PackedOut> {
+    let label = &inputs[0];
+    let fitted = fit_one(inputs, kw)?;
+    let (t, array, physical) = output::packed(label.dtype(), &fitted)?;
+    Ok(if physical {
+        PackedOut::Arrow(label.name().clone(), t, array)
+    } else {
+        PackedOut::Series(output::packed_series(label.name(), &t, array))
+    })
+}
+
 /// The dtype of `fit_rows`' prediction field.
 pub fn prediction_dtype(label: &DataType, classification: bool) -> DataType {
     if classification {

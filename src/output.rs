@@ -14,7 +14,8 @@ use polars_arrow::array::{
 };
 use polars_arrow::datatypes::ArrowDataType;
 use polars_arrow::offset::OffsetsBuffer;
-use sdca_core::{FitResult, RowOutputs};
+use sdca_core::solver::Certificate;
+use sdca_core::{FitResult, RowOutputs, Status};
 
 use crate::fit::Fitted;
 
@@ -308,7 +309,7 @@ fn f64_lists(dtype: &ArrowDataType, rows: &[Option<&[f64]>]) -> PolarsResult<Box
 /// field by field. Falls back to stacking those when a label's physical array does not match
 /// the cached type.
 pub fn models(name: &str, meta: &ModelMeta<'_>, fitted: &[Fitted]) -> PolarsResult<Series> {
-    match models_by_arrays(name, meta, fitted) {
+    match models_by_arrays(name, meta, fitted, None) {
         Ok(s) => Ok(s),
         Err(_) => {
             let mut out: Option<Series> = None;
@@ -332,7 +333,14 @@ pub fn models(name: &str, meta: &ModelMeta<'_>, fitted: &[Fitted]) -> PolarsResu
     }
 }
 
-fn models_by_arrays(name: &str, meta: &ModelMeta<'_>, fitted: &[Fitted]) -> PolarsResult<Series> {
+/// [`models`] built field by field; `classes`, when given, is the `classes` field already
+/// stacked (a `List(label)` array of one row per group, as [`packed`] rows carry it).
+fn models_by_arrays(
+    name: &str,
+    meta: &ModelMeta<'_>,
+    fitted: &[Fitted],
+    classes: Option<Box<dyn Array>>,
+) -> PolarsResult<Series> {
     let t = model_type(meta.label_dtype, meta.multiclass);
     let Some(ch) = t.children.get(..18) else { polars_bail!(ComputeError: "model type") };
     let n = fitted.len();
@@ -377,7 +385,10 @@ fn models_by_arrays(name: &str, meta: &ModelMeta<'_>, fitted: &[Fitted]) -> Pola
         polars_ensure!(fits.iter().flatten().all(|f| f.intercept.len() == 1), ComputeError: "one intercept");
         (f64_lists(&ch[0], &coefs)?, each(|f| f.intercept[0]))
     };
-    let classes = {
+    let classes = if let Some(classes) = classes {
+        polars_ensure!(classes.len() == n && classes.dtype() == &ch[2], ComputeError: "model type");
+        classes
+    } else {
         let mut arrays: Vec<Box<dyn Array>> = Vec::new();
         let mut lengths = Vec::with_capacity(n);
         let mut valid = Vec::with_capacity(n);
@@ -548,4 +559,276 @@ pub fn rows(
         Series::new("loss".into(), loss),
     ];
     Ok(StructChunked::from_series(name.into(), n, cols.iter())?.into_series())
+}
+
+// --- `fit` in a `group_by().agg`: one packed row per group, unpacked for all groups at once ---
+//
+// The host (polars `ApplyExpr::apply_multiple_group_aware`) imports each group's output from
+// the plugin ABI, keeps it until every group is done, then concatenates the rows field by
+// field. For the 18-field model struct that cost more than the fit (perf, 20,000 groups of
+// 50 rows: the import of the exported struct, the concatenation, and the export itself made
+// about 60% of the `agg`, and the kept rows ~20 KB a group). A packed row is two fields: the
+// model's numbers and texts in one binary value, and `classes` (which carries the label dtype
+// to the unpacking call's output type); `unpack_models` turns the stacked rows into the model
+// struct column in one call, with [`models`]' builder.
+
+/// The fields of `fit_packed`'s row for a label of dtype `label`.
+pub fn packed_fields(label: &DataType) -> Vec<Field> {
+    vec![Field::new("model".into(), DataType::Binary), Field::new("classes".into(), list(label.clone()))]
+}
+
+/// The label dtype recorded in a packed row's dtype (its `classes` field).
+pub fn packed_label(dtype: &DataType) -> PolarsResult<DataType> {
+    if let DataType::Struct(fields) = dtype {
+        if let [model, classes] = fields.as_slice() {
+            if let (DataType::Binary, DataType::List(label)) = (model.dtype(), classes.dtype()) {
+                return Ok((**label).clone());
+            }
+        }
+    }
+    polars_bail!(ComputeError: "unpack_models: expected the output of fit_packed, got {dtype}")
+}
+
+const PACKED_MODEL: u8 = 1;
+const PACKED_FAILED: u8 = 2;
+
+fn status_code(s: Status) -> u8 {
+    match s {
+        Status::Converged => 0,
+        Status::MaxEpochs => 1,
+        Status::MaxSeconds => 2,
+        Status::Interrupted => 3,
+        Status::MaxRounds => 4,
+    }
+}
+
+fn status_from(code: u8) -> Option<Status> {
+    Some(match code {
+        0 => Status::Converged,
+        1 => Status::MaxEpochs,
+        2 => Status::MaxSeconds,
+        3 => Status::Interrupted,
+        4 => Status::MaxRounds,
+        _ => return None,
+    })
+}
+
+/// One group's fit as the bytes of a packed row (little-endian; read by [`unpack`]).
+fn pack(fitted: &Fitted) -> Vec<u8> {
+    match fitted {
+        Fitted::Model { fit, n_rows, .. } => {
+            let floats = fit.coef.len() + fit.intercept.len() + fit.gap_trace.len() + 5;
+            let mut out = Vec::with_capacity(1 + 6 * 8 + 4 + 1 + fit.solver.len() + 8 * floats);
+            out.push(PACKED_MODEL);
+            for v in [*n_rows, fit.n_outputs, fit.coef.len(), fit.intercept.len(), fit.gap_trace.len()] {
+                out.extend_from_slice(&(v as u64).to_le_bytes());
+            }
+            out.extend_from_slice(&fit.epochs.to_le_bytes());
+            out.push(status_code(fit.status));
+            let c = fit.certificate;
+            for v in [fit.l2_used, c.primal, c.dual, c.gap, fit.solved_gap] {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+            for v in fit.coef.iter().chain(&fit.intercept).chain(&fit.gap_trace) {
+                out.extend_from_slice(&v.to_le_bytes());
+            }
+            out.extend_from_slice(&(fit.solver.len() as u64).to_le_bytes());
+            out.extend_from_slice(fit.solver.as_bytes());
+            out
+        }
+        Fitted::Failed(status) => {
+            let mut out = Vec::with_capacity(1 + status.len());
+            out.push(PACKED_FAILED);
+            out.extend_from_slice(status.as_bytes());
+            out
+        }
+    }
+}
+
+/// A cursor over a packed row's bytes.
+struct Reader<'a>(&'a [u8]);
+
+impl<'a> Reader<'a> {
+    fn take(&mut self, n: usize) -> PolarsResult<&'a [u8]> {
+        polars_ensure!(n <= self.0.len(), ComputeError: "unpack_models: truncated model row; please report");
+        let (head, rest) = self.0.split_at(n);
+        self.0 = rest;
+        Ok(head)
+    }
+    fn array<const N: usize>(&mut self) -> PolarsResult<[u8; N]> {
+        let mut out = [0u8; N];
+        out.copy_from_slice(self.take(N)?);
+        Ok(out)
+    }
+    fn size(&mut self) -> PolarsResult<usize> {
+        usize::try_from(u64::from_le_bytes(self.array()?))
+            .map_err(|_| polars_err!(ComputeError: "unpack_models: bad model row; please report"))
+    }
+    fn f64(&mut self) -> PolarsResult<f64> {
+        Ok(f64::from_le_bytes(self.array()?))
+    }
+    fn f64s(&mut self, n: usize) -> PolarsResult<Vec<f64>> {
+        let bytes = self.take(
+            n.checked_mul(8)
+                .ok_or_else(|| polars_err!(ComputeError: "unpack_models: bad model row; please report"))?,
+        )?;
+        Ok(bytes.chunks_exact(8).map(|b| f64::from_le_bytes(b.try_into().unwrap_or([0; 8]))).collect())
+    }
+}
+
+/// The solver names of [`FitResult::solver`] met so far: a packed row records the name as
+/// text, the model's `FitResult` needs a `&'static str` (a handful of names per process).
+fn solver_name(name: &str) -> &'static str {
+    static NAMES: std::sync::Mutex<Vec<&'static str>> = std::sync::Mutex::new(Vec::new());
+    const KNOWN: [&str; 7] = ["sdca", "accelerated", "pdprox", "newton", "cd", "closed_form", "lbfgs"];
+    if let Some(k) = KNOWN.iter().find(|k| **k == name) {
+        return k;
+    }
+    let Ok(mut names) = NAMES.lock() else { return "unknown" };
+    if let Some(k) = names.iter().find(|k| **k == name) {
+        return k;
+    }
+    if names.len() >= 64 {
+        return "unknown";
+    }
+    let leaked: &'static str = Box::leak(name.to_owned().into_boxed_str());
+    names.push(leaked);
+    leaked
+}
+
+/// The fit a packed row records ([`pack`]'s inverse; `classes` are in the row's other field).
+fn unpack(bytes: &[u8]) -> PolarsResult<Fitted> {
+    let mut r = Reader(bytes);
+    match r.array::<1>()?[0] {
+        PACKED_FAILED => Ok(Fitted::Failed(String::from_utf8_lossy(r.0).into_owned())),
+        PACKED_MODEL => {
+            let (n_rows, n_outputs, n_coef, n_intercept, n_trace) =
+                (r.size()?, r.size()?, r.size()?, r.size()?, r.size()?);
+            let epochs = u32::from_le_bytes(r.array()?);
+            let status = status_from(r.array::<1>()?[0])
+                .ok_or_else(|| polars_err!(ComputeError: "unpack_models: bad model status; please report"))?;
+            let (l2_used, primal, dual, gap, solved_gap) = (r.f64()?, r.f64()?, r.f64()?, r.f64()?, r.f64()?);
+            let (coef, intercept, gap_trace) = (r.f64s(n_coef)?, r.f64s(n_intercept)?, r.f64s(n_trace)?);
+            let len = r.size()?;
+            let solver = solver_name(std::str::from_utf8(r.take(len)?).unwrap_or("unknown"));
+            let fit = FitResult {
+                coef,
+                intercept,
+                alpha: Vec::new(),
+                n_outputs,
+                certificate: Certificate { primal, dual, gap },
+                epochs,
+                status,
+                gap_trace,
+                solver,
+                l2_used,
+                solved_gap,
+                outer_iterations: 0,
+            };
+            Ok(Fitted::Model { fit, classes: None, n_rows })
+        }
+        _ => polars_bail!(ComputeError: "unpack_models: unknown model row; please report"),
+    }
+}
+
+/// The packed row's dtype for one label dtype and its physical Arrow type, cached per thread
+/// like [`ModelType`].
+pub struct PackedType {
+    label: DataType,
+    /// The packed row's dtype.
+    pub dtype: DataType,
+    /// Whether `dtype` has no logical type (its Arrow type is `arrow`).
+    physical: bool,
+    arrow: ArrowDataType,
+    classes: ArrowDataType,
+    null_classes: Box<dyn Array>,
+}
+
+thread_local! {
+    static PACKED_TYPE: RefCell<Option<Rc<PackedType>>> = const { RefCell::new(None) };
+}
+
+fn packed_type(label: &DataType) -> Rc<PackedType> {
+    PACKED_TYPE.with(|cell| {
+        if let Some(t) = cell.borrow().as_ref() {
+            if &t.label == label {
+                return Rc::clone(t);
+            }
+        }
+        let dtype = DataType::Struct(packed_fields(label));
+        let arrow = dtype.to_physical().to_arrow(CompatLevel::newest());
+        let classes = match &arrow {
+            ArrowDataType::Struct(fields) if fields.len() == 2 => fields[1].dtype().clone(),
+            _ => list(label.clone()).to_physical().to_arrow(CompatLevel::newest()),
+        };
+        let null_classes = new_null_array(classes.clone(), 1);
+        let physical = dtype.to_arrow(CompatLevel::newest()) == arrow;
+        let t = Rc::new(PackedType { label: label.clone(), dtype, physical, arrow, classes, null_classes });
+        *cell.borrow_mut() = Some(Rc::clone(&t));
+        t
+    })
+}
+
+/// One group's packed row as a bare Arrow struct array (`physical`: the dtype has no logical
+/// type, so the array is what Polars would export), with its cached type.
+pub fn packed(label: &DataType, fitted: &Fitted) -> PolarsResult<(Rc<PackedType>, Box<dyn Array>, bool)> {
+    let t = packed_type(label);
+    let bytes = pack(fitted);
+    let model = polars_arrow::array::BinaryViewArray::from_slice_values([bytes.as_slice()]).boxed();
+    let classes = match fitted {
+        Fitted::Model { classes: Some(s), .. } => {
+            let s = s.rechunk();
+            let Some(values) = s.chunks().first() else { polars_bail!(ComputeError: "no chunk") };
+            one_list(&t.classes, values.clone())?
+        }
+        _ => t.null_classes.clone(),
+    };
+    let array = StructArray::try_new(t.arrow.clone(), 1, vec![model, classes], None)?.boxed();
+    let physical = t.physical;
+    Ok((t, array, physical))
+}
+
+/// A packed row as a `Series` (any label dtype).
+pub fn packed_series(name: &str, t: &PackedType, array: Box<dyn Array>) -> Series {
+    // SAFETY: `packed`'s `try_new` checked the fields' arrays against `t.dtype`'s physical type.
+    let ca = unsafe { StructChunked::from_chunks_and_dtype(name.into(), vec![array], t.dtype.clone()) };
+    ca.into_series()
+}
+
+/// `unpack_models`: the model struct column of stacked packed rows (null rows stay null).
+pub fn unpack_models(s: &Series, meta: &ModelMeta<'_>) -> PolarsResult<Series> {
+    let st = s.struct_()?;
+    let blobs = st.field_by_name("model")?;
+    let blobs = blobs.binary()?;
+    let classes = st.field_by_name("classes")?.rechunk();
+    let mut fitted = Vec::with_capacity(s.len());
+    for blob in blobs.iter() {
+        // A null row (none of `fit_packed`'s own) becomes a null model below.
+        fitted.push(match blob {
+            Some(b) => unpack(b)?,
+            None => Fitted::Failed(String::new()),
+        });
+    }
+    let name = s.name().as_str();
+    let classes_array = classes.chunks().first().cloned();
+    let out = match models_by_arrays(name, meta, &fitted, classes_array) {
+        Ok(out) => out,
+        Err(_) => {
+            // A logical label dtype: each group's classes as a `Series`, through `models`.
+            let lists = classes.list()?;
+            for (k, f) in fitted.iter_mut().enumerate() {
+                if let Fitted::Model { classes, .. } = f {
+                    *classes = lists.get_as_series(k);
+                }
+            }
+            models(name, meta, &fitted)?
+        }
+    };
+    let mut out = out;
+    if st.null_count() > 0 {
+        let mut ca = out.struct_()?.clone();
+        ca.zip_outer_validity(st);
+        out = ca.into_series();
+    }
+    Ok(out)
 }

@@ -362,7 +362,26 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
     >>> round(m["coef"][0], 2), abs(m["coef"][1]) < 1e-3, round(m["intercept"], 2), m["converged"]
     (2.0, True, 1.0, True)
     """
-    return _fit_call("fit", label, features, dict(options))
+    args, layout, kwargs = _fit_inputs(label, features, dict(options))
+    packed = _pack(layout, kwargs, _internal.check_fit_kwargs)
+    # Two calls: `fit_packed` fits a group and returns its model as one compact row (in a
+    # `group_by().agg` Polars imports, keeps and concatenates every group's row, which for
+    # the 18-field model struct cost more than the fit), then `unpack_models` builds the
+    # model structs of all groups in one elementwise call.
+    rows = register_plugin_function(
+        plugin_path=_LIB,
+        function_name="fit_packed",
+        args=args,
+        kwargs={"packed": packed},
+        returns_scalar=True,
+    )
+    return register_plugin_function(
+        plugin_path=_LIB,
+        function_name="unpack_models",
+        args=[rows],
+        kwargs={"packed": packed},
+        is_elementwise=True,
+    )
 
 
 def fit_groups(
