@@ -123,6 +123,7 @@
 
 use std::collections::VecDeque;
 
+use super::path::Visits;
 use super::{accelerated, screen, Certificate, Clock, Context, FitResult, Outcome, Problem, Status, Warm};
 use crate::budget::zeros;
 use crate::config::{FitConfig, Sampling, SolverKind};
@@ -1110,10 +1111,11 @@ impl Descent<'_> {
     /// Coordinate descent over the working set `slots` (features, then the intercept) until
     /// the subproblem's gap is below `tol` or the clock runs out (module docs). `history` gets
     /// the residuals at the gap checks.
-    fn inner(&mut self, slots: &[usize], tol: f64, clock: &mut Clock, total: f64) {
+    fn inner(&mut self, slots: &[usize], tol: f64, meter: &mut Meter<'_>) {
         let d = self.w.len() - 1;
         let scope: Vec<usize> = slots.iter().copied().filter(|&j| j < d).collect();
-        let share = self.cols.entries(slots) as f64 / total;
+        let entries = self.cols.entries(slots);
+        let total = meter.total;
         let mut iterates: VecDeque<Vec<f64>> = VecDeque::with_capacity(EXTRAPOLATE + 1);
         let (mut z, mut touched) = (vec![0.0; self.r.len()], Vec::new());
         self.history.clear();
@@ -1132,12 +1134,12 @@ impl Descent<'_> {
             for &j in slots {
                 self.update(j);
             }
-            clock.add_pass(share);
-            swept += share * total;
+            meter.charge(|v| &mut v.sweeps, entries);
+            swept += entries as f64;
             epoch += 1;
-            if share == 0.0 {
+            if entries == 0 {
                 // Nothing stored: the sweep cannot move; it counts as a pass so the fit ends.
-                clock.add_pass(1.0);
+                meter.clock.add_pass(1.0);
                 return;
             }
             iterates.push_back(slots.iter().map(|&j| self.w[j]).collect());
@@ -1145,7 +1147,7 @@ impl Descent<'_> {
                 if let Some(c) = anderson(&iterates) {
                     let target = combine(&iterates, &c);
                     let (visited, _) = self.try_move(slots, &target, &mut z, &mut touched);
-                    clock.add_pass(visited as f64 / total);
+                    meter.charge(|v| &mut v.moves, visited);
                 }
                 iterates.clear();
             }
@@ -1165,10 +1167,10 @@ impl Descent<'_> {
                 let cost = products as f64 + m * m * m / 3.0;
                 if cost <= (NEWTON_SHARE * swept).min(NEWTON_WORK * total) {
                     let (target, visited) = self.newton(&support);
-                    clock.add_pass(visited as f64 / total);
+                    meter.charge(|v| &mut v.newton, visited);
                     if let Some(target) = target.map(|t| self.up_to_sign_change(&support, t)) {
                         let (visited, accepted) = self.try_move(&support, &target, &mut z, &mut touched);
-                        clock.add_pass(visited as f64 / total);
+                        meter.charge(|v| &mut v.moves, visited);
                         moved = accepted;
                     }
                     tried = signs.clone();
@@ -1186,12 +1188,12 @@ impl Descent<'_> {
                 last.extend_from_slice(&self.r);
                 self.history.push_back(last);
                 let (best, visited) = self.candidates(&scope);
-                clock.add_pass(visited as f64 / total);
+                meter.charge(|v| &mut v.inner_checks, visited);
                 if best.certificate.gap <= tol {
                     return;
                 }
             }
-            if clock.remaining() == 0 || clock.out_of_time() {
+            if meter.clock.remaining() == 0 || meter.clock.out_of_time() {
                 return;
             }
         }
@@ -1291,7 +1293,7 @@ pub(super) trait Primal {
     fn zero(&mut self, j: usize);
     /// Solves the problem over the working set `slots` (features, then the intercept) until
     /// its gap is below `tol` or the clock runs out.
-    fn inner(&mut self, slots: &[usize], tol: f64, clock: &mut Clock, total: f64);
+    fn inner(&mut self, slots: &[usize], tol: f64, meter: &mut Meter<'_>);
 }
 
 impl Primal for Descent<'_> {
@@ -1319,8 +1321,8 @@ impl Primal for Descent<'_> {
             self.w[j] = 0.0;
         }
     }
-    fn inner(&mut self, slots: &[usize], tol: f64, clock: &mut Clock, total: f64) {
-        Descent::inner(self, slots, tol, clock, total)
+    fn inner(&mut self, slots: &[usize], tol: f64, meter: &mut Meter<'_>) {
+        Descent::inner(self, slots, tol, meter)
     }
 }
 
@@ -1354,7 +1356,7 @@ pub(crate) fn run<D: Rows, L: Loss>(ctx: &mut Context<'_, '_, D, L>, w: Vec<f64>
     let cols = Columns::of(ctx.problem, ctx.bias())?;
     let mut gram = Gram::default();
     let mut s = method(ctx, &cols, w, None, &mut gram)?;
-    descend(ctx, &cols, s.as_mut(), None, true).map(|(out, _, _, _)| out)
+    descend(ctx, &cols, s.as_mut(), None, true).map(|done| done.out)
 }
 
 /// What the fits of a path share (module docs, "Paths"): the columns, built once, the last
@@ -1404,7 +1406,8 @@ impl Shared {
 /// is the model the last fit on `shared` returned, so the fit starts from `shared`'s copy of it
 /// (the same start, without `d`-long passes to rebuild and check it). Returns the fit and the
 /// features screened at its end and the stored entries its passes read (its clock's work, not
-/// rounded up to whole passes as `epochs` is). Errors as [`super::fit_from`].
+/// rounded up to whole passes as `epochs` is) with where they went. Errors as
+/// [`super::fit_from`].
 pub(crate) fn fit_shared<D: Rows>(
     problem: &Problem<'_, D>,
     cfg: &FitConfig,
@@ -1412,7 +1415,7 @@ pub(crate) fn fit_shared<D: Rows>(
     resume: bool,
     shared: &mut Shared,
     screening: bool,
-) -> Result<(FitResult, usize, u64)> {
+) -> Result<(FitResult, usize, u64, Visits)> {
     let (d, k) = (problem.x.n_cols(), problem.n_outputs);
     crate::budget::check_linear(&cfg.budget(), problem.n(), d, k, crate::budget::Width::Features)?;
     let bias = cfg.intercept_scaling;
@@ -1431,12 +1434,12 @@ pub(crate) fn fit_shared<D: Rows>(
         // a point feasible at l2 = 0 (balanced for the intercept).
         let seed = shared.seed.take().filter(|s| cfg.l2 > 0.0 || s.l2 == 0.0);
         let mut s = method(&ctx, &shared.cols, w, support, &mut shared.gram)?;
-        let (out, seed, screened, support) = descend(&mut ctx, &shared.cols, s.as_mut(), seed, screening)?;
-        shared.seed = Some(seed);
+        let done = descend(&mut ctx, &shared.cols, s.as_mut(), seed, screening)?;
+        shared.seed = Some(done.seed);
         let visited = (ctx.clock.work() * shared.cols.pass()).round() as u64;
-        let (fit, w) = result(&ctx, out, &support)?;
-        shared.last = Some((w, support));
-        Ok((fit, screened, visited))
+        let (fit, w) = result(&ctx, done.out, &done.support)?;
+        shared.last = Some((w, done.support));
+        Ok((fit, done.screened, visited, done.visits))
     }, multiclass => Err(SdcaError::Internal(format!(
         "coordinate descent reached with loss {:?}, which it refuses; please report",
         cfg.loss.name()
@@ -1485,21 +1488,50 @@ fn result<D: Rows, L: Loss>(
     Ok((fit, w))
 }
 
+/// What [`descend`] returns.
+struct Descended {
+    out: Outcome,
+    /// Its dual point, the next fit's seed.
+    seed: Seed,
+    /// Features screened at the end.
+    screened: usize,
+    /// The slots of the model's weights other than `+0`, increasing.
+    support: Vec<usize>,
+    /// Where the entries it read went.
+    visits: Visits,
+}
+
+/// A fit's clock with the tally of where its reads went ([`Visits`]): each read is charged to
+/// one part and counted as its share of a pass on the clock.
+pub(super) struct Meter<'m> {
+    pub(super) clock: &'m mut Clock,
+    visits: Visits,
+    /// Stored entries of every column ([`Columns::pass`]).
+    pub(super) total: f64,
+}
+
+impl Meter<'_> {
+    /// Charges `entries` read to the part `part` of the tally and to the clock.
+    pub(super) fn charge(&mut self, part: fn(&mut Visits) -> &mut u64, entries: usize) {
+        *part(&mut self.visits) += entries as u64;
+        self.clock.add_pass(entries as f64 / self.total);
+    }
+}
+
 /// [`run`] with the method `s` on the columns `cols`, from the dual point `seed`, with Gap Safe
-/// screening when `screening` (module docs, "Paths"); returns the outcome, its dual point as
-/// the next fit's seed, the features screened at the end and the slots of the model's weights
-/// other than `+0` (increasing).
+/// screening when `screening` (module docs, "Paths").
 fn descend<D: Rows, L: Loss>(
     ctx: &mut Context<'_, '_, D, L>,
     cols: &Columns,
     s: &mut dyn Primal,
     seed: Option<Seed>,
     mut screening: bool,
-) -> Result<(Outcome, Seed, usize, Vec<usize>)> {
+) -> Result<Descended> {
     let (problem, cfg, loss) = (ctx.problem, ctx.cfg, ctx.loss);
     let (d, nf, bias) = (problem.x.n_cols(), problem.n() as f64, ctx.bias());
     let intercept: Option<usize> = (bias > 0.0).then_some(d);
-    let total = cols.pass();
+    let judge = &ctx.judge;
+    let mut meter = Meter { clock: &mut ctx.clock, visits: Visits::default(), total: cols.pass() };
     let norms = &cols.norms;
     let mut screened = vec![false; d];
     // The features not screened, increasing (`None`: every feature).
@@ -1520,7 +1552,8 @@ fn descend<D: Rows, L: Loss>(
     let safe = |u: f64, norm: f64, reach: f64| screen::proves_zero(u, norm, reach, cfg.l1);
     let (status, point) = loop {
         outer += 1;
-        ctx.clock.add_pass(s.refresh() as f64 / total);
+        let refreshed = s.refresh();
+        meter.charge(|v| &mut v.refresh, refreshed);
         let point = match seed.take() {
             // Its u is over every feature, and nothing is screened yet; the features it only
             // bounds get their exact u where the bound could change a decision (module docs).
@@ -1543,13 +1576,13 @@ fn descend<D: Rows, L: Loss>(
                 let reach = if screening { reach(&p.certificate) } else { f64::INFINITY };
                 let kept = |j: usize, bound: f64| !safe(bound, norms[j], reach);
                 let visited = visited + cols.sharpen(&mut p, &mut loose, kept, nf);
-                ctx.clock.add_pass(visited as f64 / total);
+                meter.charge(|v| &mut v.seed, visited);
                 p
             }
             None => {
                 let scope: Vec<usize> = kept.clone().unwrap_or_else(|| (0..d).collect());
                 let (point, visited) = s.check(&scope);
-                ctx.clock.add_pass(visited as f64 / total);
+                meter.charge(|v| &mut v.checks, visited);
                 point
             }
         };
@@ -1569,25 +1602,25 @@ fn descend<D: Rows, L: Loss>(
         if !c.gap.is_finite() {
             return Err(SdcaError::NonFiniteResult { what: "the coordinate descent iterate's duality gap" });
         }
-        let met = ctx.judge.met(&c);
-        let late = ctx.clock.out_of_time();
-        if met || late || ctx.clock.remaining() == 0 {
+        let met = judge.met(&c);
+        let late = meter.clock.out_of_time();
+        if met || late || meter.clock.remaining() == 0 {
             // The certificate returned is over every feature (module docs): the point's u
             // completed over the screened features and those the anchor only bounds.
             let rest = |j: usize| screened[j] || anchor.loose[j];
             let (full, bounded) = match cols.complete(loss, point, rest, anchor, penalty, nf) {
                 Err(point) => (point, vec![false; d]),
                 Ok((full, bounded, visited)) => {
-                    ctx.clock.add_pass(visited as f64 / total);
+                    meter.charge(|v| &mut v.completion, visited);
                     (full, bounded)
                 }
             };
             loose = bounded;
             gap_trace.push(full.certificate.gap);
-            if ctx.judge.met(&full.certificate) {
+            if judge.met(&full.certificate) {
                 break (Status::Converged, full);
             }
-            if late || ctx.clock.remaining() == 0 {
+            if late || meter.clock.remaining() == 0 {
                 break (if late { Status::MaxSeconds } else { Status::MaxEpochs }, full);
             }
             // The screening's certificate met tol and the full one did not: go on without it.
@@ -1641,7 +1674,7 @@ fn descend<D: Rows, L: Loss>(
         ws_size = slots.len();
         slots.extend(intercept);
         best = Some(point);
-        s.inner(&slots, INNER_TOL * c.gap, &mut ctx.clock, total);
+        s.inner(&slots, INNER_TOL * c.gap, &mut meter);
     };
     let c = point.certificate;
     let mut alpha = vec![0.0; problem.n()];
@@ -1663,8 +1696,9 @@ fn descend<D: Rows, L: Loss>(
         solver: "cd",
         outer_iterations: outer,
     };
-    let left_out = kept.map_or(0, |k| d - k.len());
-    Ok((out, Seed { point, l2: ctx.l2, loose }, left_out, support))
+    let screened = kept.map_or(0, |k| d - k.len());
+    let visits = meter.visits;
+    Ok(Descended { out, seed: Seed { point, l2: ctx.l2, loose }, screened, support, visits })
 }
 
 #[cfg(test)]
@@ -1829,7 +1863,7 @@ mod tests {
                 let l1 = 0.05 * 0.85f64.powi(k);
                 let cfg = FitParams { l1, ..base.clone() }.check().unwrap();
                 let start = warm.as_ref().map(Warm::from);
-                let (r, _, _) =
+                let (r, _, _, _) =
                     fit_shared(p, &cfg, start.as_ref(), start.is_some(), &mut shared, screening).unwrap();
                 let case = format!("{case} l1 {l1} screening {screening}");
                 assert!(r.converged(), "{case}: {r:?}");
