@@ -116,7 +116,10 @@
 //! elastic-net path (`l2` tied to `l1`) the point carries over too: for `l2 > 0` the dual has
 //! no constraint and `u` does not depend on the penalty (on 50,000 CoNLL tokens, the `enet`
 //! row of `benchmarks/paths.py`, a pass fewer per fit: 499 to 436 million entries read). The
-//! last Newton step's Gram products carry over too.
+//! last Newton step's Gram products carry over too, and so do the last fit's residuals: the
+//! next fit starts from that model, and the fit's last refresh computed them from it, so they
+//! have the bits a refresh would give and the fit starts without one (on the `enet` row, 37.7
+//! to 20.1 million entries of refreshes, the same objectives to the bit).
 //!
 //! The duals returned with the model are the certificate's `theta`: `coef` is the primal
 //! iterate, equal to `w(theta)` only at the optimum.
@@ -1284,6 +1287,11 @@ pub(super) trait Primal {
     }
     /// The per-row terms recomputed from the model (no drift); returns the entries visited.
     fn refresh(&mut self) -> usize;
+    /// Takes the per-row terms out (the fit is over), for the next fit of a path from the same
+    /// model ([`Shared`]); `None` when the method does not hand them on.
+    fn take_rows(&mut self) -> Option<Vec<f64>> {
+        None
+    }
     /// `P(w)` from the per-row terms.
     fn primal(&self) -> f64;
     /// The certificate of the problem over the features `scope` (the best candidate dual
@@ -1309,6 +1317,9 @@ impl Primal for Descent<'_> {
     fn refresh(&mut self) -> usize {
         Descent::refresh(self)
     }
+    fn take_rows(&mut self) -> Option<Vec<f64>> {
+        Some(std::mem::take(&mut self.r))
+    }
     fn primal(&self) -> f64 {
         Descent::primal(self)
     }
@@ -1329,17 +1340,22 @@ impl Primal for Descent<'_> {
 /// The method for the loss of `ctx` from the model `w` on the columns `cols`: coordinate
 /// descent for the squared loss (with the Newton products `gram`), proximal Newton for the
 /// other losses [`chosen`] admits. `support`: the slots of `w`'s nonzero weights, increasing,
-/// when known (`None`: a scan of `w`).
+/// when known (`None`: a scan of `w`). `rows`: coordinate descent's residuals of `w`, as its
+/// refresh would compute them (`None`: zeros, to be refreshed).
 fn method<'c, D: Rows, L: Loss + 'c>(
     ctx: &Context<'_, '_, D, L>,
     cols: &'c Columns,
     w: Vec<f64>,
     support: Option<Vec<usize>>,
+    rows: Option<Vec<f64>>,
     gram: &'c mut Gram,
 ) -> Result<Box<dyn Primal + 'c>> {
     let (l1, l2, nf) = (ctx.cfg.l1, ctx.l2, ctx.problem.n() as f64);
-    let r = zeros::<f64>(cols.kept.len())?;
     Ok(if ctx.cfg.loss == LossKind::Squared {
+        let r = match rows {
+            Some(r) => r,
+            None => zeros::<f64>(cols.kept.len())?,
+        };
         let history = VecDeque::with_capacity(EXTRAPOLATE + 1);
         let live = support.unwrap_or_else(|| (0..w.len()).filter(|&j| w[j] != 0.0).collect());
         Box::new(Descent { cols, l1, l2, nf, w, r, gram, history, live })
@@ -1355,8 +1371,8 @@ fn method<'c, D: Rows, L: Loss + 'c>(
 pub(crate) fn run<D: Rows, L: Loss>(ctx: &mut Context<'_, '_, D, L>, w: Vec<f64>) -> Result<Outcome> {
     let cols = Columns::of(ctx.problem, ctx.bias())?;
     let mut gram = Gram::default();
-    let mut s = method(ctx, &cols, w, None, &mut gram)?;
-    descend(ctx, &cols, s.as_mut(), None, true).map(|done| done.out)
+    let mut s = method(ctx, &cols, w, None, None, &mut gram)?;
+    descend(ctx, &cols, s.as_mut(), None, true, false).map(|done| done.out)
 }
 
 /// What the fits of a path share (module docs, "Paths"): the columns, built once, the last
@@ -1365,10 +1381,20 @@ pub(crate) struct Shared {
     cols: Columns,
     seed: Option<Seed>,
     gram: Gram,
-    /// The last fit's model (feature-major, the intercept feature's weight in slot `d`) and the
-    /// slots of its nonzero weights, increasing: the next fit, warm-started from that model,
-    /// starts from this copy ([`fit_shared`]'s `resume`) instead of a pass over every feature.
-    last: Option<(Vec<f64>, Vec<usize>)>,
+    /// The last fit's model: the next fit, warm-started from it, starts from this copy
+    /// ([`fit_shared`]'s `resume`) instead of a pass over every feature.
+    last: Option<Last>,
+}
+
+/// A fit's model as the next fit of a path resumes it.
+struct Last {
+    /// Feature-major, the intercept feature's weight in slot `d`.
+    w: Vec<f64>,
+    /// The slots of its nonzero weights, increasing.
+    support: Vec<usize>,
+    /// Its per-row terms as the fit's last refresh left them ([`Primal::take_rows`]): the next
+    /// fit, from the same model, starts without a refresh (module docs, "Paths").
+    rows: Option<Vec<f64>>,
 }
 
 /// A fit's final dual point (`u` over every feature) and the `l2` it was certified at.
@@ -1419,13 +1445,16 @@ pub(crate) fn fit_shared<D: Rows>(
     let (d, k) = (problem.x.n_cols(), problem.n_outputs);
     crate::budget::check_linear(&cfg.budget(), problem.n(), d, k, crate::budget::Width::Features)?;
     let bias = cfg.intercept_scaling;
-    let (w, support) = match shared.last.take().filter(|_| resume && warm.is_some() && k == 1) {
+    let (w, support, rows) = match shared.last.take().filter(|_| resume && warm.is_some() && k == 1) {
         // Warm::start's start from that model: the intercept slot from the returned intercept.
-        Some((mut w, support)) => {
-            w[d] = if bias > 0.0 { (bias * w[d]) / bias } else { 0.0 };
-            (w, Some(support))
+        // The residuals are that model's only when the round trip keeps the slot's bits.
+        Some(Last { mut w, support, rows }) => {
+            let slot = if bias > 0.0 { (bias * w[d]) / bias } else { 0.0 };
+            let rows = rows.filter(|_| slot.to_bits() == w[d].to_bits());
+            w[d] = slot;
+            (w, Some(support), rows)
         }
-        None => (Warm::start(warm, d, k, bias)?, None),
+        None => (Warm::start(warm, d, k, bias)?, None, None),
     };
     with_scalar_loss!(cfg.loss, |loss| {
         let mut ctx = Context::exact(problem, loss, cfg);
@@ -1433,12 +1462,13 @@ pub(crate) fn fit_shared<D: Rows>(
         // elastic-net path's seed carries over although its l2 moves with l1; for l2 = 0, only
         // a point feasible at l2 = 0 (balanced for the intercept).
         let seed = shared.seed.take().filter(|s| cfg.l2 > 0.0 || s.l2 == 0.0);
-        let mut s = method(&ctx, &shared.cols, w, support, &mut shared.gram)?;
-        let done = descend(&mut ctx, &shared.cols, s.as_mut(), seed, screening)?;
+        let fresh = rows.is_some();
+        let mut s = method(&ctx, &shared.cols, w, support, rows, &mut shared.gram)?;
+        let done = descend(&mut ctx, &shared.cols, s.as_mut(), seed, screening, fresh)?;
         shared.seed = Some(done.seed);
         let visited = (ctx.clock.work() * shared.cols.pass()).round() as u64;
         let (fit, w) = result(&ctx, done.out, &done.support)?;
-        shared.last = Some((w, done.support));
+        shared.last = Some(Last { w, support: done.support, rows: s.take_rows() });
         Ok((fit, done.screened, visited, done.visits))
     }, multiclass => Err(SdcaError::Internal(format!(
         "coordinate descent reached with loss {:?}, which it refuses; please report",
@@ -1519,13 +1549,15 @@ impl Meter<'_> {
 }
 
 /// [`run`] with the method `s` on the columns `cols`, from the dual point `seed`, with Gap Safe
-/// screening when `screening` (module docs, "Paths").
+/// screening when `screening` (module docs, "Paths"). `fresh`: the method's per-row terms are
+/// already those of its model, as a refresh would leave them (the first refresh is skipped).
 fn descend<D: Rows, L: Loss>(
     ctx: &mut Context<'_, '_, D, L>,
     cols: &Columns,
     s: &mut dyn Primal,
     seed: Option<Seed>,
     mut screening: bool,
+    mut fresh: bool,
 ) -> Result<Descended> {
     let (problem, cfg, loss) = (ctx.problem, ctx.cfg, ctx.loss);
     let (d, nf, bias) = (problem.x.n_cols(), problem.n() as f64, ctx.bias());
@@ -1552,8 +1584,10 @@ fn descend<D: Rows, L: Loss>(
     let safe = |u: f64, norm: f64, reach: f64| screen::proves_zero(u, norm, reach, cfg.l1);
     let (status, point) = loop {
         outer += 1;
-        let refreshed = s.refresh();
-        meter.charge(|v| &mut v.refresh, refreshed);
+        if !std::mem::take(&mut fresh) {
+            let refreshed = s.refresh();
+            meter.charge(|v| &mut v.refresh, refreshed);
+        }
         let point = match seed.take() {
             // Its u is over every feature, and nothing is screened yet; the features it only
             // bounds get their exact u where the bound could change a decision (module docs).
