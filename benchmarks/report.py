@@ -68,25 +68,26 @@ class BarRow:
     """One row of the speed goals: which case, which of our variants, which peers (or stored file)."""
 
     label: str
-    case: str  # a case id of this run, or "multiclass:DATA:LOSS:L2" / "crf:PROBLEM[:all]" (stored runs)
+    # a case id of this run (in LINEAR_BAR: its suffix after the data set's key), or
+    # "multiclass:DATA:LOSS:L2" / "crf:PROBLEM[:all]" (stored runs)
+    case: str
     peers: tuple[str, ...]  # the peers' keys in the case: the fastest one that ran is the bar
     max_ratio: float  # our time / the best peer's time must be at most this
     ours: str = "polars-sdca"  # our solver's key in the case
 
 
-# The linear goals of issue 16 (one thread; the all-core rows are in results_threads.md), the
-# multiclass one of issue 17 and the CRF one of issue 18 (both long runs, read from their files).
+# The linear goals of issue 16 (one thread; the all-core rows are in results_threads.md), each on
+# every sparse data set of the run ("{data}-{case}"), ...
+LINEAR_BAR = (
+    BarRow("hinge to (P - P*)/P* <= 1e-7", "hinge", ("liblinear",), 0.5),
+    BarRow("logistic to 1e-7", "logistic", ("liblinear", "lbfgs"), 0.5),
+    BarRow("squared (ridge) to 1e-7", "squared", ("sparse_cg", "lsqr"), 0.5),
+    BarRow("smooth_hinge to 1e-8", "smooth-hinge", ("lightning",), 0.5),
+    BarRow("elastic net (y as target, l1 = 1e-3 l1_max) to 1e-8", "elasticnet", ("lightning", "cd"), 0.5),
+)
+# ... and the group rows of issue 16, the multiclass ones of issue 17 and the CRF ones of
+# issue 18 (both long runs, read from their files).
 BAR = (
-    BarRow("hinge to (P - P*)/P* <= 1e-7", "sparse-hinge", ("liblinear",), 0.5),
-    BarRow("logistic to 1e-7", "sparse-logistic", ("liblinear", "lbfgs"), 0.5),
-    BarRow("squared (ridge) to 1e-7", "sparse-squared", ("sparse_cg", "lsqr"), 0.5),
-    BarRow("smooth_hinge to 1e-8", "sparse-smooth-hinge", ("lightning",), 0.5),
-    BarRow(
-        "elastic net (y as target, l1 = 1e-3 l1_max) to 1e-8",
-        "sparse-elasticnet",
-        ("lightning", "cd"),
-        0.5,
-    ),
     BarRow("20,000 groups x 50 x 6, logistic, group_by().agg", "groups-logistic", ("polars-ds",), 1.0),
     BarRow("same, fit_groups", "groups-logistic", ("polars-ds",), 0.2, ours="polars-sdca-fit-groups"),
     BarRow("20,000 groups, squared loss, group_by().agg", "groups-squared", ("polars-ds",), 1.0),
@@ -175,6 +176,69 @@ def _missing(row: BarRow, why: str) -> str:
     return f"| {row.label} | | | | | | <= {row.max_ratio:g}x | {why} |"
 
 
+def _data_name(data: dict[str, Any]) -> str:
+    """A sparse data set's title with its size and ``l2``, as the goal rows name it."""
+    l2 = f"l2 = {data['l2']:.0e}".replace("e-0", "e-")
+    if "n" not in data:
+        return f"{data['title']} ({l2})"
+    return f"{data['title']} ({data['n']:,} x {data['n_features']:,}, {l2})"
+
+
+def _bar_line(row: BarRow, cases: dict[str, dict[str, Any]], folder: Path) -> str:
+    """One row of the speed goals' table."""
+    if row.case.startswith("multiclass:"):
+        _, data, loss, l2 = row.case.split(":")
+        st = _stored_multiclass(folder, data, loss, l2)
+        if st is None:
+            return _missing(row, "stored result not found")
+        ours = {"cpu": st["ours"]["cpu"], "wall": st["ours"]["cpu"]}
+        peer = {"cpu": st["peer"]["cpu"], "wall": st["peer"]["cpu"]}
+        acc = "1e-6 (stored run)"
+        link = "[results_multiclass_goals.md](results_multiclass_goals.md)"
+        peer_name = f"{st['peer_name']} ({link}, commit {st['commit']})"
+        reached = st["ours"]["reached"]
+        caveat = " (CPU seconds only)" if st["peer"]["reached"] else " (the peer missed the accuracy)"
+    elif row.case.startswith("crf:"):
+        problem, *rest = row.case.split(":")[1:]
+        st = _stored_crf(folder, problem, bool(rest))
+        if st is None:
+            return _missing(row, "stored result not found")
+        clock = "wall" if rest else "CPU"
+        ours = {"cpu": st["ours"], "wall": st["ours"]}
+        peer = {"cpu": st["peer"], "wall": st["peer"]}
+        acc = f"{float(st['eps']):g} (certified by our gap)"
+        link = "[results_crf.md](results_crf.md)"
+        peer_name = f"CRFsuite L-BFGS, CPU s ({link}, commit {st['commit']})"
+        reached = True
+        caveat = f" (ours: {clock} s, {st['threads']} thread{'s' if st['threads'] > 1 else ''})"
+    else:
+        case = cases.get(row.case)
+        if case is None or row.ours not in case["solvers"]:
+            return _missing(row, "case not run")
+        acc = f"{case['target']:g}"
+        mine = case["solvers"][row.ours]
+        ours = {"cpu": mine["cpu_median_s"], "wall": mine["median_s"]}
+        ran = [case["solvers"][k] for k in row.peers if k in case["solvers"]]
+        if not ran:
+            missing = case.get("unavailable", {})
+            reasons = "; ".join(f"{k}: {missing.get(k, 'not run')}" for k in row.peers)
+            return (
+                f"| {row.label} | {acc} | {ours['cpu']:.3f} / {ours['wall']:.3f} | {reasons} "
+                f"| | | <= {row.max_ratio:g}x | no peer |"
+            )
+        p = min(ran, key=lambda q: max(q["cpu_median_s"], q["median_s"]))
+        peer = {"cpu": p["cpu_median_s"], "wall": p["median_s"]}
+        peer_name = p["label"]
+        reached = mine["reached"]
+        caveat = "" if p["reached"] else " (the peer missed the accuracy: ratio is a bound)"
+    r_cpu, r_wall = ours["cpu"] / peer["cpu"], ours["wall"] / peer["wall"]
+    return (
+        f"| {row.label} | {acc} | {ours['cpu']:.3g} / {ours['wall']:.3g} | {peer_name} "
+        f"| {peer['cpu']:.3g} / {peer['wall']:.3g} | {r_cpu:.2f} / {r_wall:.2f} "
+        f"| <= {row.max_ratio:g}x | {_verdict(max(r_cpu, r_wall), row.max_ratio, reached)}{caveat} |"
+    )
+
+
 def bar_lines(results: dict[str, Any], folder: Path) -> list[str]:
     """The table of the speed goals (this run's cases plus two stored runs)."""
     cases = {c["id"]: c for c in results["cases"]}
@@ -191,72 +255,24 @@ def bar_lines(results: dict[str, Any], folder: Path) -> list[str]:
         "| ratio CPU / wall | target | verdict |",
         "|---|---|---:|---|---:|---:|---:|---|",
     ]
-    for row in BAR:
-        if row.case.startswith("multiclass:"):
-            _, data, loss, l2 = row.case.split(":")
-            st = _stored_multiclass(folder, data, loss, l2)
-            if st is None:
-                lines.append(_missing(row, "stored result not found"))
-                continue
-            ours = {"cpu": st["ours"]["cpu"], "wall": st["ours"]["cpu"]}
-            peer = {"cpu": st["peer"]["cpu"], "wall": st["peer"]["cpu"]}
-            acc = "1e-6 (stored run)"
-            link = "[results_multiclass_goals.md](results_multiclass_goals.md)"
-            peer_name = f"{st['peer_name']} ({link}, commit {st['commit']})"
-            reached = st["ours"]["reached"]
-            caveat = " (CPU seconds only)" if st["peer"]["reached"] else " (the peer missed the accuracy)"
-        elif row.case.startswith("crf:"):
-            problem, *rest = row.case.split(":")[1:]
-            st = _stored_crf(folder, problem, bool(rest))
-            if st is None:
-                lines.append(_missing(row, "stored result not found"))
-                continue
-            clock = "wall" if rest else "CPU"
-            ours = {"cpu": st["ours"], "wall": st["ours"]}
-            peer = {"cpu": st["peer"], "wall": st["peer"]}
-            acc = f"{float(st['eps']):g} (certified by our gap)"
-            link = "[results_crf.md](results_crf.md)"
-            peer_name = f"CRFsuite L-BFGS, CPU s ({link}, commit {st['commit']})"
-            reached = True
-            caveat = f" (ours: {clock} s, {st['threads']} thread{'s' if st['threads'] > 1 else ''})"
-        else:
-            case = cases.get(row.case)
-            if case is None or row.ours not in case["solvers"]:
-                lines.append(_missing(row, "case not run"))
-                continue
-            acc = f"{case['target']:g}"
-            mine = case["solvers"][row.ours]
-            ours = {"cpu": mine["cpu_median_s"], "wall": mine["median_s"]}
-            ran = [case["solvers"][k] for k in row.peers if k in case["solvers"]]
-            if not ran:
-                missing = case.get("unavailable", {})
-                reasons = "; ".join(f"{k}: {missing.get(k, 'not run')}" for k in row.peers)
-                lines.append(
-                    f"| {row.label} | {acc} | {ours['cpu']:.3f} / {ours['wall']:.3f} | {reasons} "
-                    f"| | | <= {row.max_ratio:g}x | no peer |"
-                )
-                continue
-            p = min(ran, key=lambda q: max(q["cpu_median_s"], q["median_s"]))
-            peer = {"cpu": p["cpu_median_s"], "wall": p["median_s"]}
-            peer_name = p["label"]
-            reached = mine["reached"]
-            caveat = "" if p["reached"] else " (the peer missed the accuracy: ratio is a bound)"
-        r_cpu, r_wall = ours["cpu"] / peer["cpu"], ours["wall"] / peer["wall"]
-        lines.append(
-            f"| {row.label} | {acc} | {ours['cpu']:.3g} / {ours['wall']:.3g} | {peer_name} "
-            f"| {peer['cpu']:.3g} / {peer['wall']:.3g} | {r_cpu:.2f} / {r_wall:.2f} "
-            f"| <= {row.max_ratio:g}x | {_verdict(max(r_cpu, r_wall), row.max_ratio, reached)}{caveat} |"
-        )
-    if "streaming" in results:
-        st = results["streaming"]
-        bound = st["bound"]["scipy X @ v"]["ns_per_nnz"]
-        for r in st["per_epoch"]:
-            if r["gap_check"] == "every epoch":
-                lines.append(
-                    f"| ns per non-zero per epoch, {r['loss']} (gap checked every epoch) | | "
-                    f"{r['ns_per_nnz_epoch']:.1f} ns | one streaming pass `X @ v` | {bound:.2f} ns | "
-                    f"{r['ns_per_nnz_epoch'] / bound:.1f}x | {EPOCH_GOAL.get(r['loss'], '(none)')} | |"
-                )
+    rows = [
+        BarRow(f"{row.label}: {_data_name(data)}", f"{data['key']}-{row.case}", row.peers, row.max_ratio)
+        for row in LINEAR_BAR
+        for data in results.get("sparse_data", [])
+    ]
+    lines += [_bar_line(row, cases, folder) for row in (*rows, *BAR)]
+    titles = {d["key"]: _data_name(d) for d in results.get("sparse_data", [])}
+    for loss in EPOCH_GOAL:
+        for st in results.get("streaming", []):
+            bound = st["bound"]["scipy X @ v"]["ns_per_nnz"]
+            for r in st["per_epoch"]:
+                if r["loss"] == loss and r["gap_check"] == "every epoch":
+                    lines.append(
+                        f"| ns per non-zero per epoch, {loss} (gap checked every epoch): "
+                        f"{titles.get(st['data'], st['data'])} | | {r['ns_per_nnz_epoch']:.1f} ns | "
+                        f"one streaming pass `X @ v` | {bound:.2f} ns | {r['ns_per_nnz_epoch'] / bound:.1f}x "
+                        f"| {EPOCH_GOAL[loss]} | |"
+                    )
     notes = []
     notes.append(
         "Multiclass: rows of `benchmarks/multiclass_goals.py` (a separate run, process CPU seconds of "
@@ -269,6 +285,21 @@ def bar_lines(results: dict[str, Any], folder: Path) -> list[str]:
     )
     lines += ["", *[f"- {n}" for n in notes], ""]
     return lines
+
+
+def data_lines(results: dict[str, Any]) -> list[str]:
+    """The sparse data sets of the run: size, label and ``l2`` of the cases ``{key}-*``."""
+    lines = ["Sparse data sets (CRFsuite-style binary token attributes, unit-norm rows, no intercept):", ""]
+    for d in results.get("sparse_data", []):
+        if "n" not in d:
+            lines.append(f"- `{d['key']}-*`: {d['title']}, not run")
+            continue
+        lines.append(
+            f"- `{d['key']}-*`: {d['title']}, {d['n']:,} rows x {d['n_features']:,} features, "
+            f"{d['nnz']:,} non-zeros ({d['nnz'] / d['n']:.2f} a row); label {d['label']} "
+            f"({d['positive_fraction']:.1%} of the rows); l2 = {d['l2']:g}"
+        )
+    return [*lines, ""]
 
 
 def _mark(solver: dict[str, Any]) -> str:
@@ -292,6 +323,7 @@ def write_results_md(results: dict[str, Any], path: Path, plots: list[Path]) -> 
         "Objectives are recomputed from each solver's coefficients by one numpy function. Peak RSS is the "
         "memory a fresh process needed for one fit on top of the loaded data (kernel `VmHWM`).",
         "",
+        *data_lines(results),
         *bar_lines(results, path.parent),
         "## All cases",
         "",
@@ -384,11 +416,10 @@ def write_results_md(results: dict[str, Any], path: Path, plots: list[Path]) -> 
                 f"| {case['id']} | {_e(case['max_relative_objective_difference'])} | "
                 f"{_e(case['median_relative_objective_difference'])} |"
             )
-    if "streaming" in results:
-        st = results["streaming"]
+    for st in results.get("streaming", []):
         lines += [
             "",
-            f"## Streaming lower bound ({st['n']:,} rows, {st['nnz']:,} non-zeros)",
+            f"## Streaming lower bound: {st['data']} ({st['n']:,} rows, {st['nnz']:,} non-zeros)",
             "",
             "| one pass over the CSR arrays | s | ns per non-zero |",
             "|---|---:|---:|",
@@ -397,8 +428,8 @@ def write_results_md(results: dict[str, Any], path: Path, plots: list[Path]) -> 
             lines.append(f"| {name} | {b['s']:.4f} | {b['ns_per_nnz']:.2f} |")
         lines += [
             "",
-            f"polars-sdca, per epoch (slope between 1 and {1 + st['k']} epochs; whole fit = time of the "
-            f"{1 + st['k']}-epoch fit / (epochs x nnz), setup and conversion included):",
+            f"polars-sdca at l2 = {st['l2']:g}, per epoch (slope between 1 and {1 + st['k']} epochs; whole "
+            f"fit = time of the {1 + st['k']}-epoch fit / (epochs x nnz), setup and conversion included):",
             "",
             "| loss | duality-gap check | s per epoch | ns per nnz per epoch "
             "| whole fit ns per nnz per epoch |",

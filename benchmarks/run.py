@@ -2,20 +2,22 @@
 
 Usage (from the repository root, with the plugin built by ``make build``)::
 
-    python benchmarks/run.py            # full run (~7 minutes on 2 idle cores)
-    python benchmarks/run.py --quick    # subsampled, 3 repeats, < 5 minutes
-    python benchmarks/run.py --repeat 7 --cases sparse-logistic,streaming
+    python benchmarks/run.py            # full run
+    python benchmarks/run.py --quick    # subsampled, 3 repeats
+    python benchmarks/run.py --repeat 7 --cases conll-logistic,twt-logistic,twt-streaming
 
-What is measured (see benchmarks/README.md for the methodology):
+What is measured (see benchmarks/README.md for the methodology), on each sparse data set
+of ``cases.SPARSE_DATA`` (``conll``: CoNLL-2003 tokens; ``twt``: Turkish Web Treebank tokens):
 
-1. ``sparse-logistic``: CoNLL-2003 tokens, logistic, l2 = 1e-4, no intercept; polars-sdca
-   vs liblinear (``LogisticRegression(solver="liblinear")``) and sklearn lbfgs at
-   C = 1/(l2 n), each at the loosest tolerance reaching ``P - P* <= target * P*``.
-2. ``sparse-hinge``: same data, hinge; vs liblinear dual CD (``LinearSVC``).
+1. ``{data}-logistic``: logistic, no intercept; polars-sdca vs liblinear
+   (``LogisticRegression(solver="liblinear")``) and sklearn lbfgs at C = 1/(l2 n), each at
+   the loosest tolerance reaching ``P - P* <= target * P*``; ``{data}-hinge``,
+   ``{data}-squared``, ``{data}-smooth-hinge``, ``{data}-elasticnet``: the other objectives
+   of issue 16's goals, against their peers the same way.
+2. ``{data}-streaming``: one pass over the CSR arrays (a lower bound for an epoch) and
+   polars-sdca's nanoseconds per non-zero per epoch.
 3. ``groups-logistic`` / ``groups-squared``: synthetic per-group dense problems in
    ``group_by("g").agg``; vs polars-ds ``logistic_reg`` / ``lin_reg`` at the same objective.
-4. ``streaming``: one pass over the CSR arrays (a lower bound for an epoch) and
-   polars-sdca's nanoseconds per non-zero per epoch.
 
 Raw results go to ``benchmarks/out/results-{quick,full}.json``; ``benchmarks/results.md``
 and the PNG plots are rewritten on every run.
@@ -34,8 +36,10 @@ from typing import Any
 import numpy as np
 from cases import (
     SPARSE_CASES,
+    SPARSE_DATA,
     GroupProblem,
     SparseCase,
+    SparseData,
     SparseProblem,
     group_solvers,
     lightning_unavailable,
@@ -67,10 +71,13 @@ import polars_sdca as ps
 
 HERE = Path(__file__).resolve().parent
 OUT = HERE / "out"
-ALL_CASES = (*SPARSE_CASES, "groups-logistic", "groups-squared", "streaming")
-SPARSE_L2 = 1e-4
+ALL_CASES = (*SPARSE_CASES, *(f"{key}-streaming" for key in SPARSE_DATA), "groups-logistic", "groups-squared")
 GROUP_TARGET = 1e-6  # the bar gives no accuracy for the group rows: the harness's 1e-6
-SPARSE_CACHE = "conll-train.parquet"  # the sparse frame of this run, for the RSS workers
+
+
+def sparse_cache(data: str) -> Path:
+    """The Parquet copy of a sparse data set's frame in this run, for the RSS workers."""
+    return OUT / f"{data}.parquet"
 
 
 def log(msg: str) -> None:
@@ -172,7 +179,7 @@ def run_sparse_case(p: SparseProblem, case: SparseCase, args: argparse.Namespace
         if not args.no_rss:
             spec = {
                 "kind": "sparse",
-                "path": str(OUT / SPARSE_CACHE),
+                "path": str(sparse_cache(case.data)),
                 "solver": key,
                 "tol": chosen.tol,
                 **kw,
@@ -196,8 +203,9 @@ def run_sparse_case(p: SparseProblem, case: SparseCase, args: argparse.Namespace
     conv = time_call(lambda: _to_scipy(p), args.repeat)
     return {
         "id": case.id,
-        "title": f"CoNLL-2003 tokens, sparse {loss}" + (f", l1 = {l1:.3g}" if l1 else ""),
+        "title": f"{SPARSE_DATA[case.data].title}, sparse {loss}" + (f", l1 = {l1:.3g}" if l1 else ""),
         "kind": "sparse",
+        "data": case.data,
         "loss": loss,
         "l2": l2,
         "l1": l1,
@@ -354,8 +362,8 @@ def run_group_sweep(p: GroupProblem, args: argparse.Namespace) -> list[dict[str,
     return rows
 
 
-def run_streaming(p: SparseProblem, args: argparse.Namespace) -> dict[str, Any]:
-    """Case 4: a streaming lower bound for one epoch, and our cost per non-zero per epoch.
+def run_streaming(p: SparseProblem, data: SparseData, args: argparse.Namespace) -> dict[str, Any]:
+    """A streaming lower bound for one epoch, and our cost per non-zero per epoch (at ``data.l2``).
 
     Lower bound: one pass over the CSR arrays of the same data (SciPy ``X @ v`` reads the
     values and the indices and gathers ``v``: 12 bytes per non-zero plus the gather;
@@ -369,11 +377,11 @@ def run_streaming(p: SparseProblem, args: argparse.Namespace) -> dict[str, Any]:
     """
     rng = np.random.default_rng(args.seed)
     v = rng.standard_normal(p.n_features)
-    data = p.x.data
+    values = p.x.data
     nnz = p.nnz
     passes = {
         "scipy X @ v": time_call(lambda: p.x @ v, args.repeat),
-        "numpy data.sum() (values only)": time_call(lambda: data.sum(), args.repeat),
+        "numpy data.sum() (values only)": time_call(lambda: values.sum(), args.repeat),
     }
     bound = {name: {"s": t.median, "ns_per_nnz": t.median / nnz * 1e9} for name, t in passes.items()}
     log(f"streaming bound: {bound}")
@@ -389,7 +397,7 @@ def run_streaming(p: SparseProblem, args: argparse.Namespace) -> dict[str, Any]:
                     "y",
                     "features",
                     loss=loss,
-                    l2=SPARSE_L2,
+                    l2=data.l2,
                     tol=1e-15,
                     fit_intercept=False,
                     n_features=p.n_features,
@@ -412,7 +420,16 @@ def run_streaming(p: SparseProblem, args: argparse.Namespace) -> dict[str, Any]:
                 }
             )
             log(f"  {loss} ({check}): {slope * 1e3:.1f} ms/epoch, {slope / nnz * 1e9:.1f} ns/nnz/epoch")
-    return {"n": p.n, "nnz": nnz, "bound": bound, "per_epoch": per_epoch, "k": k}
+    return {
+        "id": f"{data.key}-streaming",
+        "data": data.key,
+        "n": p.n,
+        "nnz": nnz,
+        "l2": data.l2,
+        "bound": bound,
+        "per_epoch": per_epoch,
+        "k": k,
+    }
 
 
 # --------------------------------------------------------------------------------------
@@ -433,7 +450,9 @@ def parse_args(argv: list[str] | None) -> argparse.Namespace:
         help="required relative suboptimality for every case (default: the issue-7 bar's per case, "
         f"groups {GROUP_TARGET:g})",
     )
-    ap.add_argument("--n-rows", type=int, default=None, help="sparse rows (default all, quick 50,000)")
+    ap.add_argument(
+        "--n-rows", type=int, default=None, help="rows of each sparse data set (default all, quick 50,000)"
+    )
     ap.add_argument("--groups", type=int, default=None, help="number of groups (default 20,000, quick 2,000)")
     ap.add_argument("--group-rows", type=int, default=50)
     ap.add_argument("--group-features", type=int, default=5, help="dense features (plus a constant column)")
@@ -491,16 +510,24 @@ def main(argv: list[str] | None = None) -> int:
         "cases": [],
     }
     log(f"{mode} run: {results['config']}")
-    if any(c.startswith("sparse") or c == "streaming" for c in args.cases):
-        log("loading CoNLL-2003 tokens and sparse attributes")
-        sp = load_sparse(args.n_rows, args.seed)
-        log(f"  {sp.n:,} rows, {sp.n_features:,} features, {sp.nnz:,} non-zeros")
-        write_sparse_cache(sp, OUT / SPARSE_CACHE)
+    results["sparse_data"] = []
+    results["streaming"] = []
+    for data in SPARSE_DATA.values():
+        described = {"key": data.key, "title": data.title, "label": data.label, "l2": data.l2}
+        results["sparse_data"].append(described)
+        if not any(c.startswith(f"{data.key}-") for c in args.cases):
+            continue
+        log(f"loading {data.title} and sparse attributes")
+        sp = load_sparse(args.n_rows, args.seed, data.key)
+        positive = float(np.mean(sp.y > 0))
+        described |= {"n": sp.n, "n_features": sp.n_features, "nnz": sp.nnz, "positive_fraction": positive}
+        log(f"  {sp.n:,} rows, {sp.n_features:,} features, {sp.nnz:,} non-zeros, {positive:.1%} positive")
+        write_sparse_cache(sp, sparse_cache(data.key))
         for case_id, case in SPARSE_CASES.items():
-            if case_id in args.cases:
+            if case_id in args.cases and case.data == data.key:
                 results["cases"].append(run_sparse_case(sp, case, args))
-        if "streaming" in args.cases:
-            results["streaming"] = run_streaming(sp, args)
+        if f"{data.key}-streaming" in args.cases:
+            results["streaming"].append(run_streaming(sp, data, args))
         del sp
     if any(c.startswith("groups") for c in args.cases):
         gp = make_groups(args.groups, args.group_rows, args.group_features, args.seed)
