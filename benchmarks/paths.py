@@ -229,6 +229,11 @@ def row_screening(args: argparse.Namespace) -> dict[str, Any]:
         }
 
 
+# The parts of `Path::visits` the example prints: sweeps over the working sets, candidate
+# moves, Newton products, the inner solves' checks, refreshes, the seed's products, the outer
+# checks and the completions of the certificates.
+VISIT_PARTS = ("sweeps", "moves", "newton", "inner_checks", "refresh", "seed", "checks", "completion")
+
 SPARSE_RATIO = 0.5  # the elastic-net row's l1_ratio (l2 = l1 (1 - ratio) / ratio)
 
 
@@ -513,6 +518,17 @@ def report(runs: dict[str, dict[str, Any]]) -> str:
             f"| ratio on / off | {r['on']['cpu'] / r['off']['cpu']:.2f} "
             f"| {r['on']['nnz_visited'] / r['off']['nnz_visited']:.2f} | | | |"
         )
+        if all(part in r["on"] for part in VISIT_PARTS):
+            lines += [
+                "",
+                "Where the entries went (`Path::visits`, millions, summed over the values):",
+                "",
+                "| screening | " + " | ".join(VISIT_PARTS) + " |",
+                "|---|" + "---:|" * len(VISIT_PARTS),
+            ]
+            for setting in ("on", "off"):
+                parts = " | ".join(f"{r[setting][part] / 1e6:.1f}" for part in VISIT_PARTS)
+                lines.append(f"| {setting} | {parts} |")
     sparse = {
         "enet": ("Elastic-net path (`l1_ratio` 0.5)", "scikit-learn `enet_path`"),
         "l1_logistic": ("L1-logistic path (`l2 = 0`)", "liblinear `LogisticRegression` loop"),

@@ -4,7 +4,9 @@
 //! line per run: the CPU seconds, the values and how many converged, the epochs and outer
 //! iterations, the worst relative gap, the sum of the objectives (a change of kernels must
 //! keep them within the gaps), the features screened and the matrix entries visited (summed
-//! over the values: `Path::screened`, `Path::nnz_visited`).
+//! over the values: `Path::screened`, `Path::nnz_visited`), and where those entries went
+//! (`Path::visits`, summed part by part: sweeps, moves, Newton products, inner checks,
+//! refreshes, the seed's products, the outer checks and the completions).
 //!
 //! Two inputs:
 //!
@@ -18,7 +20,7 @@
 //!   (default `squared` with `l1_ratio` 0.5, the `enet` row; `logistic` runs at `l2 = 0`).
 //!
 //! Profile with `perf record -e cpu-clock` on the built example.
-use sdca_core::solver::{fit_path, PathParams};
+use sdca_core::solver::{fit_path, PathParams, Visits};
 use sdca_core::{CsrView, DenseView, FitParams, Problem, Rows};
 
 /// Raw little-endian values of `N` bytes each, as numpy's `tofile` writes them.
@@ -101,11 +103,22 @@ fn run<D: Rows>(x: &D, y: &[f64], base: FitParams, path: PathParams, repeat: usi
         let converged = out.fits.iter().filter(|f| f.converged()).count();
         let screened: usize = out.screened.iter().sum();
         let visited: u64 = out.nnz_visited.iter().sum();
+        let v = out.visits.iter().fold(Visits::default(), |a, b| a.add(b));
         println!(
             "{{\"cpu\": {secs:.3}, \"values\": {}, \"converged\": {converged}, \"epochs\": {epochs}, \
              \"outer\": {outer}, \"worst_gap_rel\": {worst:e}, \"sum_primal\": {sum:.12}, \
-             \"screened\": {screened}, \"nnz_visited\": {visited}}}",
-            out.fits.len()
+             \"screened\": {screened}, \"nnz_visited\": {visited}, \"sweeps\": {}, \"moves\": {}, \
+             \"newton\": {}, \"inner_checks\": {}, \"refresh\": {}, \"seed\": {}, \"checks\": {}, \
+             \"completion\": {}}}",
+            out.fits.len(),
+            v.sweeps,
+            v.moves,
+            v.newton,
+            v.inner_checks,
+            v.refresh,
+            v.seed,
+            v.checks,
+            v.completion
         );
     }
 }

@@ -46,7 +46,7 @@ use rand_xoshiro::Xoshiro256PlusPlus;
 
 pub use cocoa::{local_round, Aggregation, Coordinator, LocalRound, RoundSpec};
 pub(crate) use driver::{drive, goal, meets, Budget, Clock, Coordinate, End, Estimate, Judge, Verdict};
-pub use path::{fit_path, Path, PathConfig, PathParams, Penalty, ZeroModel};
+pub use path::{fit_path, Path, PathConfig, PathParams, Penalty, Visits, ZeroModel};
 pub use problem::Problem;
 pub(crate) use result::Outcome;
 pub use result::{row_outputs, Certificate, FitResult, RowOutputs, Status};

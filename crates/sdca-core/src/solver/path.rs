@@ -649,6 +649,56 @@ pub struct Path {
     /// intercept's column included), since its fits along a path take a few passes each and
     /// rounding each up to whole passes would hide the screening's savings.
     pub nnz_visited: Vec<u64>,
+    /// Per model: where the entries of `nnz_visited` went, for coordinate descent (zero for the
+    /// other solvers and the closed-form zero model).
+    pub visits: Vec<Visits>,
+}
+
+/// Where the stored entries a coordinate-descent fit read went, by what read them (their sum is
+/// the fit's `Path::nnz_visited`). An entry counts each time it is read; a check also counts
+/// one read per row (the residuals or duals it sums over), a sweep does not.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Visits {
+    /// Coordinate updates over the working sets (proximal Newton: its quadratic models' steps).
+    pub sweeps: u64,
+    /// Candidate moves: extrapolated and sign-fixed Newton points tried (proximal Newton: its
+    /// line searches).
+    pub moves: u64,
+    /// The Gram products of the sign-fixed Newton steps.
+    pub newton: u64,
+    /// The inner solves' gap checks, over their working sets.
+    pub inner_checks: u64,
+    /// The per-row terms recomputed from the model (residuals, scores).
+    pub refresh: u64,
+    /// Exact products for the first dual point's features it carried only bounds of.
+    pub seed: u64,
+    /// The outer loop's certificates over the features not screened.
+    pub checks: u64,
+    /// The products that complete a certificate over the screened features and those only
+    /// bounded.
+    pub completion: u64,
+}
+
+impl Visits {
+    /// Every part's reads.
+    pub fn total(&self) -> u64 {
+        let parts = [self.sweeps, self.moves, self.newton, self.inner_checks];
+        parts.iter().sum::<u64>() + self.refresh + self.seed + self.checks + self.completion
+    }
+
+    /// The reads of both tallies, part by part.
+    pub fn add(&self, other: &Self) -> Self {
+        Self {
+            sweeps: self.sweeps + other.sweeps,
+            moves: self.moves + other.moves,
+            newton: self.newton + other.newton,
+            inner_checks: self.inner_checks + other.inner_checks,
+            refresh: self.refresh + other.refresh,
+            seed: self.seed + other.seed,
+            checks: self.checks + other.checks,
+            completion: self.completion + other.completion,
+        }
+    }
 }
 
 /// Fits the path of `path` on `problem`: one certified model per grid value, in decreasing
@@ -664,6 +714,7 @@ pub fn fit_path<D: Rows>(problem: &Problem<'_, D>, path: &PathConfig) -> Result<
     let mut fits: Vec<FitResult> = Vec::with_capacity(values.len());
     let (mut screened, mut nnz_visited) =
         (Vec::with_capacity(values.len()), Vec::with_capacity(values.len()));
+    let mut visits = Vec::with_capacity(values.len());
     let mut columns: Option<screen::Columns> = None;
     let mut shared: Option<cd::Shared> = None;
     // Whether the last model came from `shared` (its next fit then resumes from its copy).
@@ -687,16 +738,18 @@ pub fn fit_path<D: Rows>(problem: &Problem<'_, D>, path: &PathConfig) -> Result<
         };
         let warm = fits.last().map(Warm::from);
         let resumed = std::mem::take(&mut resume);
-        let (mut fit, left_out, visited) = match (&zero, from) {
-            (Some(z), _) if at_zero => (z.fit_result(problem, &cfg)?, d, 0),
+        let none = Visits::default();
+        let (mut fit, left_out, visited, parts) = match (&zero, from) {
+            (Some(z), _) if at_zero => (z.fit_result(problem, &cfg)?, d, 0, none),
             _ if cd::chosen(&cfg, problem)? => {
                 let shared = match &mut shared {
                     Some(s) => s,
                     None => shared.insert(cd::Shared::of(problem, cfg.intercept_scaling)?),
                 };
-                let fit = cd::fit_shared(problem, &cfg, warm.as_ref(), resumed, shared, path.screening)?;
+                let (fit, left_out, visited, parts) =
+                    cd::fit_shared(problem, &cfg, warm.as_ref(), resumed, shared, path.screening)?;
                 resume = true;
-                fit
+                (fit, left_out, visited, parts)
             }
             (_, Some((coef, intercept)))
                 if path.screening && screen::applies(&cfg) && problem.n_outputs == 1 =>
@@ -707,18 +760,18 @@ pub fn fit_path<D: Rows>(problem: &Problem<'_, D>, path: &PathConfig) -> Result<
                 if proven.iter().any(|&z| z) {
                     let s = screen::fit_screened(problem, &cfg, warm.as_ref(), &proven, cols)?;
                     let visited = u64::from(s.fit.epochs) * s.nnz + 4 * full;
-                    (s.fit, s.screened, visited)
+                    (s.fit, s.screened, visited, none)
                 } else {
                     let fit = fit_from(problem, &cfg, warm.as_ref())?;
                     let visited = u64::from(fit.epochs) * full + 2 * full;
-                    (fit, 0, visited)
+                    (fit, 0, visited, none)
                 }
             }
             _ => {
                 let fit = fit_from(problem, &cfg, warm.as_ref())?;
                 let full = *total.get_or_insert_with(|| nnz_total(problem));
                 let visited = u64::from(fit.epochs) * full;
-                (fit, 0, visited)
+                (fit, 0, visited, none)
             }
         };
         fit.alpha = Vec::new();
@@ -726,11 +779,13 @@ pub fn fit_path<D: Rows>(problem: &Problem<'_, D>, path: &PathConfig) -> Result<
         fits.push(fit);
         screened.push(left_out);
         nnz_visited.push(visited);
+        visits.push(parts);
         if interrupted {
             break;
         }
     }
-    Ok(Path { penalty: path.penalty, values, fits, l1_max: zero.map(|z| z.l1_max), screened, nnz_visited })
+    let l1_max = zero.map(|z| z.l1_max);
+    Ok(Path { penalty: path.penalty, values, fits, l1_max, screened, nnz_visited, visits })
 }
 
 /// Stored entries of the whole matrix (every entry of a dense row counts).

@@ -71,8 +71,8 @@
 //! logistic: `phi*(-theta) = b ln b + (1 - b) ln(1 - b)` has second derivative
 //! `1 / (b (1 - b)) >= 4`), which gives the Gap Safe sphere ([`super::screen`]).
 
+use super::cd::Meter;
 use super::cd::{Columns, Point, Primal};
-use super::Clock;
 use crate::budget::zeros;
 use crate::error::Result;
 use crate::loss::Loss;
@@ -457,35 +457,35 @@ impl<L: Loss> Primal for ProxNewton<'_, L> {
         }
     }
 
-    fn inner(&mut self, slots: &[usize], tol: f64, clock: &mut Clock, total: f64) {
+    fn inner(&mut self, slots: &[usize], tol: f64, meter: &mut Meter<'_>) {
         let d = self.w.len() - 1;
         let scope: Vec<usize> = slots.iter().copied().filter(|&j| j < d).collect();
-        let share = self.cols.entries(slots) as f64 / total;
-        if share == 0.0 {
+        if self.cols.entries(slots) == 0 {
             // Nothing stored: no step can move; it counts as a pass so the fit ends.
-            clock.add_pass(1.0);
+            meter.clock.add_pass(1.0);
             return;
         }
         loop {
             if self.stale {
-                clock.add_pass(self.derive() as f64 / total);
+                meter.charge(|v| &mut v.refresh, self.derive());
             }
             let (step, work) = self.model_step(slots);
-            clock.add_pass(work as f64 / total);
+            meter.charge(|v| &mut v.sweeps, work);
             if step.iter().all(|&v| v == 0.0) {
                 // w minimises its own quadratic model: a fixed point of the subproblem.
                 return;
             }
             let (taken, visited) = self.line_search(slots, &step);
-            clock.add_pass(visited as f64 / total);
+            meter.charge(|v| &mut v.moves, visited);
             if !taken {
                 return;
             }
             if self.stale {
-                clock.add_pass(self.derive() as f64 / total);
+                meter.charge(|v| &mut v.refresh, self.derive());
             }
             let (point, visited) = self.check(&scope);
-            clock.add_pass(visited as f64 / total);
+            meter.charge(|v| &mut v.inner_checks, visited);
+            let clock = &mut meter.clock;
             if point.certificate.gap <= tol || clock.remaining() == 0 || clock.out_of_time() {
                 return;
             }
