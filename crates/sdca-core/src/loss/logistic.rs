@@ -15,7 +15,9 @@
 //! `max|f''| / (2 min f') step^2 <= q step^2 / 20`), and the dual of the last iterate comes from
 //! the first-order update `sigma(t - step) = s - s (1 - s) step` (error `step^2 / 10`) instead
 //! of one more `exp`. Near the optimum, where the logits move little between epochs, a step is
-//! one `ln` and one `exp` (before: one `ln` and about five `exp`).
+//! one `ln` and one `exp` (before: one `ln` and about five `exp`). The SDCA passes keep each
+//! row's last logit next to its dual ([`Loss::dual_step_hinted`]), which spares the `ln`: a
+//! step is then one `exp` and three divisions.
 
 use super::{Loss, Matched};
 use crate::math::xlogx;
@@ -59,6 +61,60 @@ fn xlog1mx(b: f64) -> f64 {
     }
 }
 
+/// The exact dual step in the logit (module docs) at `b0 = alpha y` and the margin `m = y a`:
+/// the new `b`, its logit (the last Newton point) and the second-order gap estimate
+/// ([`Loss::dual_step_gap`]). `logit` is `t0 = ln(b0 / (1 - b0))` when the caller kept it.
+#[inline]
+fn solve(b0: f64, m: f64, q: f64, logit: Option<f64>) -> (f64, f64, f64) {
+    let (mut lo, mut hi) = (-m - q * (1.0 - b0), -m + q * b0);
+    let interior = b0 > 0.0 && b0 < 1.0;
+    let mut gap = 0.0;
+    // Start from the current dual (its logit, where sigma is b0 without an `exp`), pulled
+    // into the bracket. `f64::clamp` would panic on a NaN end (`q = inf` times `b0 = 0`,
+    // from a row norm that overflowed).
+    let mut t = if interior {
+        let t0 = logit.unwrap_or_else(|| (b0 / (1.0 - b0)).ln());
+        let f0 = t0 + m;
+        gap = 0.5 * b0 * (1.0 - b0) * f0 * f0;
+        let next = t0 - f0 / (1.0 + q * b0 * (1.0 - b0));
+        if f0 > 0.0 {
+            hi = hi.min(t0);
+        } else {
+            lo = lo.max(t0);
+        }
+        super::clamp(next, lo, hi)
+    } else {
+        0.5 * (lo + hi)
+    };
+    // Newton converges to a step below rounding within a handful of iterates. The test
+    // `q step^2 <= 2e-15 (1 + |t|)` needs no division (`q > 0` on the rows of a pass).
+    for _ in 0..64 {
+        let s = sigmoid(t);
+        let f = t + m + q * (s - b0);
+        if f == 0.0 {
+            return (s, t, gap);
+        }
+        if f > 0.0 {
+            hi = t;
+        } else {
+            lo = t;
+        }
+        let d = s * (1.0 - s);
+        let step = f / (1.0 + q * d);
+        // Converged: the next Newton point is within rounding of the root, and its dual is
+        // `s - d step` to within `step^2 / 10`. Testing this before the bracket matters:
+        // at convergence `t` is a bracket end, so the next point would not be strictly
+        // inside and a bisection would throw the iterate away.
+        let scale = 1.0 + t.abs();
+        if q.max(1e-300) * step * step <= 2e-15 * scale || step.abs() <= 1e-13 * scale {
+            return (super::clamp(s - d * step, 0.0, 1.0), t - step, gap);
+        }
+        let next = t - step;
+        t = if next > lo && next < hi { next } else { 0.5 * (lo + hi) };
+    }
+    (sigmoid(t), t, gap)
+}
+
 impl Loss for Logistic {
     const NAME: &'static str = "logistic";
     const CLASSIFICATION: bool = true;
@@ -86,54 +142,22 @@ impl Loss for Logistic {
     /// is the first Newton residual. A row at a bound of `[0, 1]` (the cold start) gives 0.
     #[inline]
     fn dual_step_gap(&self, alpha: f64, a: f64, y: f64, q: f64) -> (f64, f64) {
-        let b0 = alpha * y;
-        let m = y * a;
-        let (mut lo, mut hi) = (-m - q * (1.0 - b0), -m + q * b0);
-        let interior = b0 > 0.0 && b0 < 1.0;
-        let mut gap = 0.0;
-        // Start from the current dual (its logit, where sigma is b0 without an `exp`), pulled
-        // into the bracket. `f64::clamp` would panic on a NaN end (`q = inf` times `b0 = 0`,
-        // from a row norm that overflowed).
-        let mut t = if interior {
-            let t0 = (b0 / (1.0 - b0)).ln();
-            let f0 = t0 + m;
-            gap = 0.5 * b0 * (1.0 - b0) * f0 * f0;
-            let next = t0 - f0 / (1.0 + q * b0 * (1.0 - b0));
-            if f0 > 0.0 {
-                hi = hi.min(t0);
-            } else {
-                lo = lo.max(t0);
-            }
-            super::clamp(next, lo, hi)
-        } else {
-            0.5 * (lo + hi)
-        };
-        // Newton converges to a step below rounding within a handful of iterates.
-        let tiny = 2e-15 / q.max(1e-300);
-        for _ in 0..64 {
-            let s = sigmoid(t);
-            let f = t + m + q * (s - b0);
-            if f == 0.0 {
-                return (y * s, gap);
-            }
-            if f > 0.0 {
-                hi = t;
-            } else {
-                lo = t;
-            }
-            let d = s * (1.0 - s);
-            let step = f / (1.0 + q * d);
-            // Converged: the next Newton point is within rounding of the root, and its dual is
-            // `s - d step` to within `step^2 / 10`. Testing this before the bracket matters:
-            // at convergence `t` is a bracket end, so the next point would not be strictly
-            // inside and a bisection would throw the iterate away.
-            if step * step <= tiny * (1.0 + t.abs()) || step.abs() <= 1e-13 * (1.0 + t.abs()) {
-                return (y * super::clamp(s - d * step, 0.0, 1.0), gap);
-            }
-            let next = t - step;
-            t = if next > lo && next < hi { next } else { 0.5 * (lo + hi) };
-        }
-        (y * sigmoid(t), gap)
+        let (b, _, gap) = solve(alpha * y, y * a, q, None);
+        (y * b, gap)
+    }
+    const HINTED: bool = true;
+    /// The hint keeps the logit of the row's new dual (the last Newton point), so that the
+    /// next visit starts there without the `ln` of `t0 = ln(b0 / (1 - b0))`: the stored logit
+    /// is that of the dual to rounding (the dual is its first-order image, within `step^2 / 10`
+    /// of `sigma`, below rounding at convergence), and it only sets where Newton starts and
+    /// the gap estimate, never the root it converges to.
+    #[inline]
+    fn dual_step_hinted(&self, alpha: f64, a: f64, y: f64, q: f64, hint: &mut [f64; 2]) -> (f64, f64) {
+        let logit = if hint[0] == alpha { Some(hint[1]) } else { None };
+        let (b, t, gap) = solve(alpha * y, y * a, q, logit);
+        let new = y * b;
+        *hint = [new, t];
+        (new, gap)
     }
     #[inline]
     fn dual_of(&self, a: f64, y: f64) -> f64 {

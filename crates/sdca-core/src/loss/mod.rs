@@ -59,6 +59,20 @@ pub trait Loss: Copy + Send + Sync {
         (self.dual_step(alpha, a, y, q), self.block_gap(alpha, a, y))
     }
 
+    /// Whether the step keeps a hint per row between visits ([`Loss::dual_step_hinted`]).
+    const HINTED: bool = false;
+
+    /// [`Loss::dual_step_gap`] with the row's hint `[dual, aux]`, which the step wrote at the
+    /// row's last visit (both 0 before the first). A loss whose step starts from a costly
+    /// function of the dual keeps it in `aux` next to the dual it belongs to (the logistic
+    /// loss: the dual's logit, one `ln` a step); the hint counts only while its dual equals
+    /// `alpha` bit for bit, so a dual changed elsewhere (a parallel merge, a restart from the
+    /// best iterate) only costs the function again. The default ignores the hint.
+    #[inline]
+    fn dual_step_hinted(&self, alpha: f64, a: f64, y: f64, q: f64, _hint: &mut [f64; 2]) -> (f64, f64) {
+        self.dual_step_gap(alpha, a, y, q)
+    }
+
     /// A dual value matching the score `a`: `-phi'(a)` (a subgradient choice for non-smooth
     /// losses). Fenchel-Young holds with equality there; used for rows that cannot move `w`
     /// (zero rows) and for warm starts.
@@ -157,6 +171,23 @@ pub trait BlockLoss: Copy + Send + Sync {
         self.block_gap(alpha, a, y)
     }
 
+    /// Whether the step keeps a hint per row ([`Loss::HINTED`]; never for blocks).
+    const HINTED: bool = false;
+
+    /// [`BlockLoss::dual_step_gap`] with the row's hint ([`Loss::dual_step_hinted`]).
+    #[inline]
+    fn dual_step_hinted(
+        &self,
+        alpha: &[f64],
+        a: &[f64],
+        y: f64,
+        q: f64,
+        out: &mut [f64],
+        _hint: &mut [f64; 2],
+    ) -> f64 {
+        self.dual_step_gap(alpha, a, y, q, out)
+    }
+
     /// A dual matching the scores `a` (Fenchel-Young with equality), written into `out`.
     fn dual_of(&self, a: &[f64], y: f64, out: &mut [f64]);
 
@@ -229,6 +260,21 @@ impl<L: Loss> BlockLoss for L {
     #[inline(always)]
     fn dual_step_gap(&self, alpha: &[f64], a: &[f64], y: f64, q: f64, out: &mut [f64]) -> f64 {
         let (step, gap) = Loss::dual_step_gap(self, alpha[0], a[0], y, q);
+        out[0] = step;
+        gap
+    }
+    const HINTED: bool = L::HINTED;
+    #[inline(always)]
+    fn dual_step_hinted(
+        &self,
+        alpha: &[f64],
+        a: &[f64],
+        y: f64,
+        q: f64,
+        out: &mut [f64],
+        hint: &mut [f64; 2],
+    ) -> f64 {
+        let (step, gap) = Loss::dual_step_hinted(self, alpha[0], a[0], y, q, hint);
         out[0] = step;
         gap
     }

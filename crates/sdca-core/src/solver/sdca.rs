@@ -82,6 +82,9 @@ pub(crate) struct State<'p, 'a, D: Rows, L: BlockLoss, R: Reg> {
     shift: Vec<f64>,
     /// `s_i ||x_i||^2 / (l2 n)` (including the intercept feature).
     q: Vec<f64>,
+    /// The steps' hints per row, `[dual, aux]` ([`crate::loss::Loss::dual_step_hinted`]),
+    /// for a loss that keeps them (else empty).
+    hints: Vec<[f64; 2]>,
     active: Vec<u32>,
     /// The primal point at the last [`State::evaluate`] or [`State::refresh_w`], same layout as `v`.
     pub w: Vec<f64>,
@@ -125,6 +128,8 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
         q.extend(row_sq.iter().map(|r| r * scale));
         let mut active = crate::budget::with_capacity(n)?;
         active.extend((0..n as u32).filter(|&i| q[i as usize] > 0.0));
+        // A zero hint matches only a zero dual, where a step needs none.
+        let hints = if L::HINTED { crate::budget::zeros(n)? } else { Vec::new() };
         let mut state = Self {
             problem,
             loss,
@@ -138,6 +143,7 @@ impl<'p, 'a, D: Rows, L: BlockLoss, R: Reg> State<'p, 'a, D, L, R> {
             v: crate::budget::zeros((d + 1) * k)?,
             shift: Vec::new(),
             q,
+            hints,
             active,
             w: crate::budget::zeros((d + 1) * k)?,
             scores: vec![0.0; k],
@@ -438,6 +444,9 @@ impl<D: Rows, L: BlockLoss, R: Reg> Coordinate for State<'_, '_, D, L, R> {
                 if let Some(s) = self.problem.weights {
                     prefetch(s.as_ptr().wrapping_add(far));
                 }
+                if L::HINTED {
+                    prefetch(self.hints.as_ptr().wrapping_add(far));
+                }
             }
             if let Some(&near) = order[..kept].get(at + PREFETCH_AHEAD) {
                 x.prefetch_row(near as usize);
@@ -469,9 +478,16 @@ impl<D: Rows, L: BlockLoss, R: Reg> Coordinate for State<'_, '_, D, L, R> {
                 order.swap(at, kept);
                 continue;
             }
-            match &mut self.estimate {
-                Some(e) => e.add(s * self.loss.dual_step_gap(old, scores, y, self.q[i], step)),
-                None => self.loss.dual_step(old, scores, y, self.q[i], step),
+            if L::HINTED {
+                let gap = self.loss.dual_step_hinted(old, scores, y, self.q[i], step, &mut self.hints[i]);
+                if let Some(e) = &mut self.estimate {
+                    e.add(s * gap);
+                }
+            } else {
+                match &mut self.estimate {
+                    Some(e) => e.add(s * self.loss.dual_step_gap(old, scores, y, self.q[i], step)),
+                    None => self.loss.dual_step(old, scores, y, self.q[i], step),
+                }
             }
             // The dual change, scaled by the weight, reuses the scores' buffer.
             let mut moved = false;
