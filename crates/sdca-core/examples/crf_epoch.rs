@@ -10,14 +10,15 @@
 //! ```
 //!
 //! Arguments: prefix, timed epochs `E`, repetitions, `n_threads`, sampling, and optionally a
-//! relative gap `tol` and the fit's `check_every` (default 1). As in `benchmarks/crf_goals.py`, an epoch costs `(fit of 1 + E epochs -
+//! relative gap `tol` (`0` for none), the fit's `check_every` (default 1) and `dense` (fit on
+//! dense rows, as the plugin does for an `Array` column such as OCR's pixels; default sparse). As in `benchmarks/crf_goals.py`, an epoch costs `(fit of 1 + E epochs -
 //! fit of 1 epoch) / E` with `check_every = 0`, so the setup and the final certificate cancel.
 //! Prints each repetition and the median, with the certificate of the longer fit (same seed and
 //! threads: same bits). With `tol`, also one fit to that gap (`check_every = 1`): its epochs,
 //! CPU seconds and certificate.
 
-use sdca_core::crf::{crf_fit, CrfFit, CrfParams, CrfProblem};
-use sdca_core::CsrView;
+use sdca_core::crf::{crf_fit, CrfFit, CrfParams, CrfProblem, TokenRows};
+use sdca_core::{CsrView, DenseView};
 
 #[path = "../benches/support/cpu.rs"]
 mod cpu;
@@ -40,11 +41,6 @@ fn main() {
     let args: Vec<String> = std::env::args().collect();
     let arg = |k: usize, default: &str| args.get(k).cloned().unwrap_or_else(|| default.into());
     let prefix = arg(1, "/tmp/crf-ner");
-    let epochs: u32 = arg(2, "3").parse().expect("epochs");
-    let reps: usize = arg(3, "3").parse().expect("repetitions");
-    let threads: i64 = arg(4, "1").parse().expect("n_threads");
-    let sampling = arg(5, "gap");
-
     let i64s = |b: &[u8]| i64::from_le_bytes(b.try_into().unwrap_or_default());
     let indptr = read(&format!("{prefix}.indptr"), 8, i64s);
     let indices =
@@ -57,15 +53,41 @@ fn main() {
     let meta = std::fs::read_to_string(format!("{prefix}.json")).expect("the json of the dump");
     let (a, k) = (field(&meta, "attributes"), field(&meta, "labels"));
     let x = CsrView::new(&indptr, &indices, &values, a).expect("valid CSR");
-    let problem = CrfProblem::new(&x, &starts, &y, k).expect("valid problem");
+    let dense = arg(8, "sparse") == "dense";
+    if dense {
+        let n_rows = starts.last().copied().unwrap_or(0);
+        let mut rows = vec![0.0; n_rows * a];
+        for r in 0..n_rows {
+            let (idx, val) = x.row(r);
+            for (&j, &v) in idx.iter().zip(val) {
+                rows[r * a + j as usize] = v;
+            }
+        }
+        let d = DenseView::new(&rows, n_rows, a).expect("valid dense rows");
+        run(&args, &d, &starts, &y, k);
+    } else {
+        run(&args, &x, &starts, &y, k);
+    }
+}
+
+fn run<D: TokenRows + Sync>(args: &[String], x: &D, starts: &[usize], y: &[u32], k: usize) {
+    let arg = |k: usize, default: &str| args.get(k).cloned().unwrap_or_else(|| default.into());
+    let prefix = arg(1, "/tmp/crf-ner");
+    let epochs: u32 = arg(2, "3").parse().expect("epochs");
+    let reps: usize = arg(3, "3").parse().expect("repetitions");
+    let threads: i64 = arg(4, "1").parse().expect("n_threads");
+    let sampling = arg(5, "gap");
+    let problem = CrfProblem::new(x, starts, y, k).expect("valid problem");
     println!(
-        "{prefix}: {} sequences, {} tokens, {k} labels, {a} attributes; {epochs} timed epochs, \
+        "{prefix}: {} sequences, {} tokens, {k} labels, {} attributes ({}); {epochs} timed epochs, \
          n_threads {threads}, sampling {sampling}",
         problem.n_sequences(),
         problem.n_tokens(),
+        problem.n_attributes(),
+        arg(8, "sparse"),
     );
 
-    let tol: Option<f64> = args.get(6).map(|t| t.parse().expect("tol"));
+    let tol: Option<f64> = args.get(6).map(|t| t.parse().expect("tol")).filter(|&t| t > 0.0);
     let period: i64 = arg(7, "1").parse().expect("check_every");
     let fit = |max_epochs: u32, tol: f64| -> (f64, f64, CrfFit) {
         let cfg = CrfParams {

@@ -302,6 +302,83 @@ crate::simd::kernel! {
     }
 }
 
+crate::simd::kernel! {
+    /// [`unary_scores`] from a copy of only the emission rows a sequence reads: `em` holds them
+    /// (`|rows| x K`, labels contiguous) and `loc[e]` is the row of the `e`-th entry
+    /// of `rows` in [`TokenRows::for_each_entry`] order (counted over the whole range; every
+    /// attribute known). The same operations in the same order as [`unary_scores`], so the
+    /// same bits as scoring at the weights the rows were copied from: the parallel CRF solver's
+    /// oracle threads score their own tokens from the rows the driver copied for them.
+    pub(crate) fn unary_scores_local<D: TokenRows>(
+        x: &D,
+        rows: Range<usize>,
+        loc: &[u32],
+        em: &[f64],
+        bias: (&[f64], &[f64], &[f64]),
+        k: usize,
+        theta: &mut [f64],
+    ) as unary_scores_local_portable {
+        let (bias, start, end) = bias;
+        let t_len = rows.len();
+        debug_assert!(theta.len() == t_len * k);
+        let mut first = 0;
+        for (t, row) in rows.enumerate() {
+            let th = &mut theta[t * k..(t + 1) * k];
+            th.copy_from_slice(bias);
+            if t == 0 {
+                th.iter_mut().zip(start).for_each(|(s, b)| *s += b);
+            }
+            if t + 1 == t_len {
+                th.iter_mut().zip(end).for_each(|(s, b)| *s += b);
+            }
+            let r = x.row_ref(row);
+            let mut e = first;
+            let mut c0 = 0;
+            while c0 < k {
+                let w = (k - c0).min(COLS);
+                let mut acc = [0.0; COLS];
+                acc[..w].copy_from_slice(&th[c0..c0 + w]);
+                e = first;
+                match r {
+                    RowRef::Sparse(_, val) => {
+                        for &xv in val {
+                            add_scaled_local(&mut acc, w, em, loc[e] as usize * k + c0, xv);
+                            e += 1;
+                        }
+                    }
+                    RowRef::Dense(val) => {
+                        for &xv in val {
+                            if xv != 0.0 {
+                                add_scaled_local(&mut acc, w, em, loc[e] as usize * k + c0, xv);
+                                e += 1;
+                            }
+                        }
+                    }
+                }
+                th[c0..c0 + w].copy_from_slice(&acc[..w]);
+                c0 += COLS;
+            }
+            first = e;
+        }
+    }
+}
+
+/// `acc[..w] += xv * em[base..base + w]`: [`add_scaled_row`] on a copied row.
+#[inline(always)]
+fn add_scaled_local(acc: &mut [f64; COLS], w: usize, em: &[f64], base: usize, xv: f64) {
+    if w == COLS {
+        if let Ok(em) = <&[f64; COLS]>::try_from(&em[base..base + COLS]) {
+            for c in 0..COLS {
+                acc[c] += xv * em[c];
+            }
+        }
+    } else {
+        for (s, wv) in acc[..w].iter_mut().zip(&em[base..base + w]) {
+            *s += xv * wv;
+        }
+    }
+}
+
 /// `acc[..w] += xv * E[c0..c0 + w, a]` (labels contiguous; unknown attributes ignored).
 #[inline(always)]
 fn add_scaled_row(acc: &mut [f64; COLS], w: usize, e: Emission<'_>, a: usize, c0: usize, xv: f64) {
@@ -559,6 +636,69 @@ mod tests {
         let mut theta = [0.0; 2];
         unary_scores(&x, 0..1, w.emission_view(), (w.bias(), w.start(), w.end()), 2, &mut theta);
         assert_eq!(theta, [1.0 + 0.5 + 7.0, 1.0 - 0.5 + 70.0]);
+    }
+
+    /// The scores from copied rows have the bits of the scores from the whole weights, sparse
+    /// and dense, with a label count that fills a register block and leaves a remainder.
+    #[test]
+    fn local_scores_match_unary_scores_bit_for_bit() {
+        let (t_len, a, k) = (5, 11, COLS + 3);
+        let mut seed = 7u64;
+        let mut next = || {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 11) as f64 / (1u64 << 53) as f64) * 2.0 - 1.0
+        };
+        // Dense rows with zeros (skipped) and a sparse view of the same entries plus an explicit
+        // zero (kept: a stored entry).
+        let mut dense = vec![0.0; t_len * a];
+        let (mut indptr, mut indices, mut values) = (vec![0i64], vec![], vec![]);
+        for r in 0..t_len {
+            for c in 0..a {
+                if (r + c) % 3 != 0 {
+                    dense[r * a + c] = next();
+                    indices.push(c as u32);
+                    values.push(dense[r * a + c]);
+                } else if r == 2 && c == 4 {
+                    indices.push(c as u32);
+                    values.push(0.0);
+                }
+            }
+            indptr.push(indices.len() as i64);
+        }
+        let em_full: Vec<f64> = (0..a * k).map(|_| next() * 1e3).collect();
+        let b: Vec<f64> = (0..3 * k).map(|_| next()).collect();
+        let bias = (&b[..k], &b[k..2 * k], &b[2 * k..]);
+        let e = Emission { em: &em_full, a_stride: k, k_stride: 1, n_attr: a };
+        let sparse = CsrView::new(&indptr, &indices, &values, a).unwrap();
+        let dview = DenseView::new(&dense, t_len, a).unwrap();
+        fn local<D: TokenRows>(x: &D, t_len: usize, em_full: &[f64], k: usize) -> (Vec<u32>, Vec<f64>) {
+            let (mut active, mut loc) = (Vec::<usize>::new(), vec![]);
+            for r in 0..t_len {
+                x.for_each_entry(r, |c, _| {
+                    let q = active.iter().position(|&x| x == c).unwrap_or_else(|| {
+                        active.push(c);
+                        active.len() - 1
+                    });
+                    loc.push(q as u32);
+                });
+            }
+            (loc, active.iter().flat_map(|&c| em_full[c * k..(c + 1) * k].to_vec()).collect())
+        }
+        for rows in [0..t_len, 1..2, 2..4] {
+            let nn = rows.len() * k;
+            let (mut want, mut got) = (vec![0.0; nn], vec![0.0; nn]);
+            unary_scores(&sparse, rows.clone(), e, bias, k, &mut want);
+            let skip: usize = (0..rows.start).map(|r| sparse.row(r).0.len()).sum();
+            let (loc, em) = local(&sparse, t_len, &em_full, k);
+            unary_scores_local(&sparse, rows.clone(), &loc[skip..], &em, bias, k, &mut got);
+            assert!(want.iter().zip(&got).all(|(x, y)| x.to_bits() == y.to_bits()), "sparse {rows:?}");
+            unary_scores(&dview, rows.clone(), e, bias, k, &mut want);
+            let skip: usize =
+                (0..rows.start).map(|r| dview.row(r).iter().filter(|&&v| v != 0.0).count()).sum();
+            let (loc, em) = local(&dview, t_len, &em_full, k);
+            unary_scores_local(&dview, rows.clone(), &loc[skip..], &em, bias, k, &mut got);
+            assert!(want.iter().zip(&got).all(|(x, y)| x.to_bits() == y.to_bits()), "dense {rows:?}");
+        }
     }
 
     #[test]

@@ -34,11 +34,12 @@
 //! `w <- w + gamma v`, so `w = w^(mu)` holds at all times.
 //!
 //! Several threads (`n_threads > 1`): the steps run as a pipeline of `L = min(2 n_threads, n /
-//! 512)` steps in flight ([`State::pipeline`]). The calling thread (the driver) scores step
-//! `q`'s sequence (its unary scores and a copy of the transitions, the only reads of `w` an
-//! oracle makes: `<w, v>` comes from the scores) right after it has applied step `q - L`; any
-//! thread then exponentiates the transitions and computes the oracle and the line search's
-//! evaluations at those weights; and the driver
+//! 512)` steps in flight ([`State::pipeline`]). The calling thread (the driver) copies the
+//! weights step `q`'s oracle reads (the emission rows of its sequence's attributes, the biases
+//! and the transitions: `<w, v>` comes from the scores) right after it has applied step `q - L`;
+//! any thread then scores the tokens from that copy (the bits of scoring them at `w`),
+//! exponentiates the transitions and computes the oracle and the line search's evaluations at
+//! those weights; and the driver
 //! applies the steps in order, each at the current weights, helping with the oracles while the
 //! next one is not ready. The evaluations' chain sums do not depend on `w` (only the scalar
 //! `<w, v>` does), so each step re-scores the evaluated points at the current weights and moves
@@ -80,7 +81,9 @@ use super::chain::{ChainWorkspace, LogFactors, Sum, Transitions};
 use super::config::{CrfConfig, CrfSampling};
 use super::line_search::{search, BlockLine, Memo, Raw, Scalars};
 use super::marginals::{chain_entropy, chain_entropy_kl, reserve, zeros, Marginals, SharedBlocks};
-use super::model::{memory_estimate, unary_scores, CrfProblem, CrfWeights, Emission, Layout, TokenRows};
+use super::model::{
+    memory_estimate, unary_scores, unary_scores_local, CrfProblem, CrfWeights, Emission, Layout, TokenRows,
+};
 use crate::data::prefetch;
 use crate::error::{Result, SdcaError};
 use crate::sampling::GapSampler;
@@ -283,9 +286,12 @@ struct Slot {
     pending: Option<(usize, f64)>,
     /// `W` and its exponentials at the weights of the scores in `theta` (parallel solver).
     trans: Transitions,
-    /// `W` as the driver copied it when it scored the task (parallel solver): the oracle's
-    /// thread exponentiates it into `trans`, off the driver's serial path.
-    trans_w: Vec<f64>,
+    /// The weights a task's oracle reads, as the driver copied them when it released the task
+    /// (parallel solver): the emission rows of the sequence's active attributes (`|active| x
+    /// K`, in [`AttrIndex`] order) and `[bias | start | end | transition]`. The oracle's thread
+    /// scores the tokens and exponentiates `W` from them, off the driver's serial path.
+    w_em: Vec<f64>,
+    w_rest: Vec<f64>,
 }
 
 impl Slot {
@@ -299,8 +305,10 @@ impl Slot {
         if self.de.len() < ne {
             self.de.resize(ne, 0.0);
         }
-        if self.v_em.len() < n_active * k {
-            self.v_em.resize(n_active * k, 0.0);
+        for v in [&mut self.v_em, &mut self.w_em] {
+            if v.len() < n_active * k {
+                v.resize(n_active * k, 0.0);
+            }
         }
         if self.v_rest.len() != 3 * k + k * k {
             self.v_rest.resize(3 * k + k * k, 0.0);
@@ -320,16 +328,26 @@ fn prefetch_step<D: TokenRows>(ctx: &Ctx<'_, '_, D>, w: &[f64], mu: (&[f64], &[f
 }
 
 /// The first part of [`prefetch_step`]: what the unary scores of `i` read (its emission rows in
-/// `w` and its token rows). The parallel solver's driver asks for them before it scores a task:
-/// on its serial path, those reads took 15% of a 2-thread CoNLL NER run's samples, more than the
-/// driver's share of the oracles.
+/// `w` and its token rows).
 fn prefetch_scores<D: TokenRows>(ctx: &Ctx<'_, '_, D>, w: &[f64], i: usize) {
+    prefetch_rows(ctx, w, i);
+    prefetch_tokens(ctx, i);
+}
+
+/// The emission rows of `i`'s attributes in `w`. The parallel solver's driver asks for them
+/// before it copies them for a task: on its serial path, the reads of a task's weights took 15%
+/// of a 2-thread CoNLL NER run's samples, more than the driver's share of the oracles.
+fn prefetch_rows<D: TokenRows>(ctx: &Ctx<'_, '_, D>, w: &[f64], i: usize) {
     let k = ctx.lay.k;
     for &a in ctx.index.active(i) {
         let row = w.as_ptr().wrapping_add(a as usize * k);
         prefetch(row);
         prefetch(row.wrapping_add(k - 1));
     }
+}
+
+/// The token rows of `i`.
+fn prefetch_tokens<D: TokenRows>(ctx: &Ctx<'_, '_, D>, i: usize) {
     for row in ctx.problem.sequence(i) {
         ctx.problem.x().prefetch_row(row);
     }
@@ -361,6 +379,35 @@ fn theta_of<D: TokenRows>(ctx: &Ctx<'_, '_, D>, w: &[f64], s: &mut Slot) {
     let t_len = rows.len();
     s.ensure(t_len, k, ctx.index.active(s.i).len());
     scores(p.x(), rows, w, ctx.lay, &mut s.theta[..t_len * k]);
+}
+
+/// Copies the weights the oracle of `s.i` reads into `s.w_em` and `s.w_rest` (the parallel
+/// solver's driver, when it releases a task): `|active| x K` numbers plus the `3K + K^2` of the
+/// biases and transitions, against `nnz x K` multiply-adds to score the tokens.
+fn copy_weights<D: TokenRows>(ctx: &Ctx<'_, '_, D>, w: &[f64], s: &mut Slot) {
+    let (k, lay) = (ctx.lay.k, ctx.lay);
+    let act = ctx.index.active(s.i);
+    s.ensure(ctx.problem.sequence(s.i).len(), k, act.len());
+    for (dst, &a) in s.w_em.chunks_exact_mut(k).zip(act) {
+        let a = a as usize;
+        dst.copy_from_slice(&w[a * k..(a + 1) * k]);
+    }
+    s.w_rest.clear();
+    s.w_rest.extend_from_slice(&w[lay.bias()..]);
+}
+
+/// The unary scores of `s.i` from the weights copied into the slot ([`copy_weights`]): the
+/// bits of [`theta_of`] at the weights they were copied from.
+fn theta_of_copy<D: TokenRows>(ctx: &Ctx<'_, '_, D>, s: &mut Slot) {
+    let (k, p) = (ctx.lay.k, ctx.problem);
+    let rows = p.sequence(s.i);
+    let t_len = rows.len();
+    let n_act = ctx.index.active(s.i).len();
+    s.ensure(t_len, k, n_act);
+    let b = &s.w_rest[..3 * k];
+    let bias = (&b[..k], &b[k..2 * k], &b[2 * k..]);
+    let em = &s.w_em[..n_act * k];
+    unary_scores_local(p.x(), rows, ctx.index.local(s.i), em, bias, k, &mut s.theta[..t_len * k]);
 }
 
 /// The oracle of `s.i` at the weights `w` (transitions exponentiated in `trans`): fills `delta`,
@@ -911,7 +958,7 @@ fn move_weights<D: TokenRows>(
 }
 
 /// Stages of a pipeline slot's task, kept with the task's number as `4 q + stage`: released
-/// (scored by the driver at the weights after step `q - L`), done (oracle and pre-search made).
+/// (its weights copied by the driver after step `q - L`), done (oracle and pre-search made).
 const RELEASED: u64 = 1;
 const DONE: u64 = 2;
 
@@ -935,8 +982,8 @@ impl Pipe<'_> {
     }
 
     /// Task `q`'s oracle: first the slot's pending move of `mu` (its previous task's step), then
-    /// the oracle at the scores and transitions the driver left in the slot (the transitions
-    /// exponentiated here, off the driver's serial path), then the pre-search.
+    /// the oracle at the weights the driver copied into the slot (the tokens scored and the
+    /// transitions exponentiated here, off the driver's serial path), then the pre-search.
     fn oracle<D: TokenRows>(&self, ctx: &Ctx<'_, '_, D>, q: u64) {
         let (slot, stage) = self.at(q);
         {
@@ -949,9 +996,11 @@ impl Pipe<'_> {
             }
             // SAFETY: as above, for task `q`'s own sequence: only this task reads or writes it.
             let mu = unsafe { self.mu.block(s.i) };
+            prefetch_tokens(ctx, s.i);
             prefetch_block(ctx, mu, s.i);
+            theta_of_copy(ctx, s);
             let mut trans = std::mem::take(&mut s.trans);
-            trans.set(&s.trans_w);
+            trans.set(&s.w_rest[3 * ctx.lay.k..]);
             oracle_scored(ctx, &trans, mu, s.h_old, s);
             s.trans = trans;
             pre_search(ctx, mu, s);
@@ -1173,8 +1222,8 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
         }
     }
 
-    /// Parallel steps, pipelined (see the module header): task `q` is scored by this thread at
-    /// the weights after step `q - L` (`L` slots), its oracle and pre-search run on any thread,
+    /// Parallel steps, pipelined (see the module header): this thread copies task `q`'s weights
+    /// after step `q - L` (`L` slots), its oracle and pre-search run on any thread,
     /// and this thread applies the steps in order at the current weights, helping with oracles
     /// while it waits. Runs at most `budget` steps, and stops releasing tasks once `stop` (asked
     /// after every step with the books and the steps made) says so; the tasks in flight are
@@ -1204,8 +1253,7 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
         };
         // The sequences of the last `2 L` tasks, by task number modulo `2 L`.
         let mut recent = vec![usize::MAX; 2 * l as usize];
-        let trans_at = ctx.lay.trans();
-        // Draws task `r`'s sequence and scores it at the current weights (its slot is `guard`).
+        // Draws task `r`'s sequence and copies the weights its oracle reads (its slot is `s`).
         let mut release =
             |r: u64, s: &mut Slot, w: &[f64], books: &mut Books, rng: &mut Xoshiro256PlusPlus| {
                 let busy = |i: usize| {
@@ -1224,10 +1272,8 @@ impl<'p, 'a, D: TokenRows> State<'p, 'a, D> {
                 recent[(r % (2 * l)) as usize] = i;
                 s.i = i;
                 s.h_old = books.entropy[i];
-                prefetch_scores(ctx, w, i);
-                theta_of(ctx, w, s);
-                s.trans_w.clear();
-                s.trans_w.extend_from_slice(&w[trans_at..]);
+                prefetch_rows(ctx, w, i);
+                copy_weights(ctx, w, s);
             };
         let help = || pipe.work(ctx);
         let made = exec.with_helpers(exec.threads - 1, &help, || {
