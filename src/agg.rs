@@ -31,9 +31,9 @@ use pyo3_polars::derive::{_parse_kwargs, _set_panic, _update_last_error, CallerC
 use pyo3_polars::export::polars_ffi::version_0::{self as abi, SeriesExport};
 
 use crate::expressions;
-use crate::fit::{ModelOut, PackedOut};
-use crate::kwargs::{fit_from_raw, Packed};
-use crate::output;
+use crate::fit::Row;
+use crate::kwargs::{fit_from_raw, FitKwargs, Packed};
+use crate::output::{self, RowType};
 
 /// The layout of `polars_ffi::version_0::SeriesExport` (its fields are private): the plugin
 /// ABI's exported series.
@@ -117,7 +117,71 @@ fn export_model(
     })
 }
 
-/// `fit`'s expression function (what `#[polars_expr]` would generate, but for the export).
+/// A fit's expression function (what `#[polars_expr]` would generate, but for the export):
+/// imports the inputs, decodes the kwargs once per distinct bytes, runs `fit` and exports its
+/// row ([`export_model`] for a bare array, `export_series` otherwise).
+///
+/// # Safety
+/// The plugin ABI's arguments (polars-ffi `version_0`), as the `#[no_mangle]` callers get them.
+unsafe fn fit_entry<T: RowType>(
+    e: *mut SeriesExport,
+    input_len: usize,
+    kwargs: &[u8],
+    return_value: *mut SeriesExport,
+    fit: fn(Vec<Series>, &FitKwargs) -> PolarsResult<Row<T>>,
+) {
+    let outcome = std::panic::catch_unwind(move || {
+        let result =
+            abi::import_series_buffer(e, input_len).and_then(|inputs| fit(inputs, &*fit_from_raw(kwargs)?));
+        match result {
+            Ok(Row::Arrow(name, t, array)) => match export_model(&name, t.dtype(), array) {
+                // SAFETY: `Export` has `SeriesExport`'s layout (checked above); the host's
+                // value there is empty (no release), so nothing is leaked by overwriting it.
+                Ok(out) => std::ptr::write(return_value as *mut Export, out),
+                Err(array) => *return_value = abi::export_series(&output::wrap(&name, &*t, array)),
+            },
+            Ok(Row::Series(s)) => *return_value = abi::export_series(&s),
+            Err(err) => _update_last_error(err),
+        }
+    });
+    if outcome.is_err() {
+        _set_panic();
+    }
+}
+
+/// A fit's output-type function (as `#[polars_expr(output_type_func_with_kwargs)]` generates it).
+///
+/// # Safety
+/// The plugin ABI's arguments (polars-ffi `version_0`, minor 1), as the callers get them.
+unsafe fn field_entry(
+    field: *mut ArrowSchema,
+    len: usize,
+    return_value: *mut ArrowSchema,
+    kwargs: &[u8],
+    output: fn(&[Field], Packed) -> PolarsResult<Field>,
+) {
+    let outcome = std::panic::catch_unwind(move || {
+        let result = std::slice::from_raw_parts(field, len)
+            .iter()
+            .map(|f| Ok(Field::from(&import_field_from_c(f)?)))
+            .collect::<PolarsResult<Vec<Field>>>()
+            .and_then(|fields| {
+                let kwargs: Packed = _parse_kwargs(kwargs).map_err(|err| {
+                    polars_err!(InvalidOperation: "could not parse kwargs: '{err}'\n\nCheck: registration of kwargs in the plugin.")
+                })?;
+                output(&fields, kwargs)
+            });
+        match result {
+            Ok(out) => *return_value = export_field_to_c(&out.to_arrow(CompatLevel::newest())),
+            Err(err) => _update_last_error(err),
+        }
+    });
+    if outcome.is_err() {
+        _set_panic();
+    }
+}
+
+/// `fit`'s expression function.
 ///
 /// # Safety
 /// Called by Polars with the plugin ABI's arguments (polars-ffi `version_0`).
@@ -130,28 +194,11 @@ pub unsafe extern "C" fn _polars_plugin_fit(
     return_value: *mut SeriesExport,
     _context: *mut CallerContext,
 ) {
-    let outcome = std::panic::catch_unwind(move || {
-        let result = abi::import_series_buffer(e, input_len).and_then(|inputs| {
-            let kwargs = fit_from_raw(std::slice::from_raw_parts(kwargs_ptr, kwargs_len))?;
-            expressions::fit(inputs, &kwargs)
-        });
-        match result {
-            Ok(ModelOut::Arrow(name, t, array)) => match export_model(&name, &t.dtype, array) {
-                // SAFETY: `Export` has `SeriesExport`'s layout (checked above); the host's
-                // value there is empty (no release), so nothing is leaked by overwriting it.
-                Ok(out) => std::ptr::write(return_value as *mut Export, out),
-                Err(array) => *return_value = abi::export_series(&output::wrap(&name, &t, array)),
-            },
-            Ok(ModelOut::Series(s)) => *return_value = abi::export_series(&s),
-            Err(err) => _update_last_error(err),
-        }
-    });
-    if outcome.is_err() {
-        _set_panic();
-    }
+    let kwargs = std::slice::from_raw_parts(kwargs_ptr, kwargs_len);
+    fit_entry(e, input_len, kwargs, return_value, expressions::fit);
 }
 
-/// `fit`'s output-type function (as `#[polars_expr(output_type_func_with_kwargs)]` generates it).
+/// `fit`'s output-type function.
 ///
 /// # Safety
 /// Called by Polars with the plugin ABI's arguments (polars-ffi `version_0`, minor 1).
@@ -163,26 +210,8 @@ pub unsafe extern "C" fn _polars_plugin_field_fit(
     kwargs_ptr: *const u8,
     kwargs_len: usize,
 ) {
-    let outcome = std::panic::catch_unwind(move || {
-        let result = std::slice::from_raw_parts(field, len)
-            .iter()
-            .map(|f| Ok(Field::from(&import_field_from_c(f)?)))
-            .collect::<PolarsResult<Vec<Field>>>()
-            .and_then(|fields| {
-                let kwargs: Packed =
-                    _parse_kwargs(std::slice::from_raw_parts(kwargs_ptr, kwargs_len)).map_err(|err| {
-                        polars_err!(InvalidOperation: "could not parse kwargs: '{err}'\n\nCheck: registration of kwargs in the plugin.")
-                    })?;
-                expressions::fit_output(&fields, kwargs)
-            });
-        match result {
-            Ok(out) => *return_value = export_field_to_c(&out.to_arrow(CompatLevel::newest())),
-            Err(err) => _update_last_error(err),
-        }
-    });
-    if outcome.is_err() {
-        _set_panic();
-    }
+    let kwargs = std::slice::from_raw_parts(kwargs_ptr, kwargs_len);
+    field_entry(field, len, return_value, kwargs, expressions::fit_output);
 }
 
 /// `fit_packed`'s expression function: as [`_polars_plugin_fit`], for the packed row that
@@ -199,24 +228,8 @@ pub unsafe extern "C" fn _polars_plugin_fit_packed(
     return_value: *mut SeriesExport,
     _context: *mut CallerContext,
 ) {
-    let outcome = std::panic::catch_unwind(move || {
-        let result = abi::import_series_buffer(e, input_len).and_then(|inputs| {
-            let kwargs = fit_from_raw(std::slice::from_raw_parts(kwargs_ptr, kwargs_len))?;
-            expressions::fit_packed(inputs, &kwargs)
-        });
-        match result {
-            Ok(PackedOut::Arrow(name, t, array)) => match export_model(&name, &t.dtype, array) {
-                // SAFETY: as in `_polars_plugin_fit`.
-                Ok(out) => std::ptr::write(return_value as *mut Export, out),
-                Err(array) => *return_value = abi::export_series(&output::packed_series(&name, &t, array)),
-            },
-            Ok(PackedOut::Series(s)) => *return_value = abi::export_series(&s),
-            Err(err) => _update_last_error(err),
-        }
-    });
-    if outcome.is_err() {
-        _set_panic();
-    }
+    let kwargs = std::slice::from_raw_parts(kwargs_ptr, kwargs_len);
+    fit_entry(e, input_len, kwargs, return_value, expressions::fit_packed);
 }
 
 /// `fit_packed`'s output-type function.
@@ -231,24 +244,6 @@ pub unsafe extern "C" fn _polars_plugin_field_fit_packed(
     kwargs_ptr: *const u8,
     kwargs_len: usize,
 ) {
-    let outcome = std::panic::catch_unwind(move || {
-        let result = std::slice::from_raw_parts(field, len)
-            .iter()
-            .map(|f| Ok(Field::from(&import_field_from_c(f)?)))
-            .collect::<PolarsResult<Vec<Field>>>()
-            .and_then(|fields| {
-                let kwargs: Packed =
-                    _parse_kwargs(std::slice::from_raw_parts(kwargs_ptr, kwargs_len)).map_err(|err| {
-                        polars_err!(InvalidOperation: "could not parse kwargs: '{err}'\n\nCheck: registration of kwargs in the plugin.")
-                    })?;
-                expressions::fit_packed_output(&fields, kwargs)
-            });
-        match result {
-            Ok(out) => *return_value = export_field_to_c(&out.to_arrow(CompatLevel::newest())),
-            Err(err) => _update_last_error(err),
-        }
-    });
-    if outcome.is_err() {
-        _set_panic();
-    }
+    let kwargs = std::slice::from_raw_parts(kwargs_ptr, kwargs_len);
+    field_entry(field, len, return_value, kwargs, expressions::fit_packed_output);
 }

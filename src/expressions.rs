@@ -11,7 +11,8 @@ use crate::error::param;
 use crate::fit::{self, split};
 use crate::kwargs::{FitKwargs, Packed, PathKwargs, PredictKwargs};
 use crate::output::{
-    model_fields, packed_fields, packed_label, rows_fields, unpack_models as unpack, ModelMeta,
+    model_fields, packed_fields, packed_label, rows_fields, unpack_models as unpack, ModelMeta, ModelType,
+    PackedType,
 };
 use crate::path;
 use crate::predict;
@@ -48,14 +49,14 @@ fn predict_output(fields: &[Field], kwargs: PredictKwargs) -> PolarsResult<Field
 }
 
 /// `fit` (its plugin symbols are written out in [`crate::agg`]).
-pub fn fit(inputs: Vec<Series>, kwargs: &FitKwargs) -> PolarsResult<fit::ModelOut> {
+pub fn fit(inputs: Vec<Series>, kwargs: &FitKwargs) -> PolarsResult<fit::Row<ModelType>> {
     let inputs = crate::convert::aligned_owned(inputs, &kwargs.layout, Call::Fit)?;
     split(fit::warm_input(&inputs, &kwargs.layout).0, &kwargs.layout)?;
     fit::model(&inputs, kwargs)
 }
 
 /// `fit_packed` (its plugin symbols are written out in [`crate::agg`]).
-pub fn fit_packed(inputs: Vec<Series>, kwargs: &FitKwargs) -> PolarsResult<fit::PackedOut> {
+pub fn fit_packed(inputs: Vec<Series>, kwargs: &FitKwargs) -> PolarsResult<fit::Row<PackedType>> {
     let inputs = crate::convert::aligned_owned(inputs, &kwargs.layout, Call::Fit)?;
     split(fit::warm_input(&inputs, &kwargs.layout).0, &kwargs.layout)?;
     fit::packed(&inputs, kwargs)

@@ -232,23 +232,24 @@ pub fn fit_with(
     }
 }
 
-/// `fit`'s model row, as [`crate::agg`] exports it.
-pub enum ModelOut {
-    /// The bare one-row struct array of the model dtype (a successful fit of a label whose
-    /// dtype is physical): exported without a `Series` around it.
-    Arrow(PlSmallStr, Rc<output::ModelType>, Box<dyn Array>),
-    /// Any other model row (a failed fit, a logical label dtype).
+/// One group's output row of `fit` (`T` = [`output::ModelType`]) or `fit_packed`
+/// ([`output::PackedType`]), as [`crate::agg`] exports it.
+pub enum Row<T> {
+    /// The bare one-row struct array of `T`'s physical dtype (a successful fit of a label
+    /// whose dtype is physical): exported without a `Series` around it.
+    Arrow(PlSmallStr, Rc<T>, Box<dyn Array>),
+    /// Any other row (a failed fit, a logical label dtype).
     Series(Series),
 }
 
 /// `fit`: one model row for the group.
-pub fn model(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<ModelOut> {
+pub fn model(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Row<output::ModelType>> {
     let label = &inputs[0];
     let meta = meta(label, kw);
     let row = match fit_one(inputs, kw)? {
         Fitted::Model { fit, classes, n_rows } => {
             if let Some((t, array)) = output::model_array(&meta, &fit, classes.as_ref(), n_rows) {
-                return Ok(ModelOut::Arrow(label.name().clone(), t, array));
+                return Ok(Row::Arrow(label.name().clone(), t, array));
             }
             match output::model(label.name(), &meta, &fit, classes.as_ref(), n_rows) {
                 Err(e) if kw.on_error == "null" => output::null_model(label.name(), &meta, &status_of(&e)),
@@ -257,28 +258,19 @@ pub fn model(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<ModelOut> {
         }
         Fitted::Failed(status) => output::null_model(label.name(), &meta, &status),
     };
-    row.map(ModelOut::Series)
-}
-
-/// `fit_packed`'s row: the bare one-row Arrow struct array (a label dtype with no logical
-/// type) or the same row as a `Series`.
-pub enum PackedOut {
-    /// The row as an array of `PackedType::dtype`'s physical type, exported as built.
-    Arrow(PlSmallStr, Rc<output::PackedType>, Box<dyn Array>),
-    /// The row as a `Series` (a logical label dtype).
-    Series(Series),
+    row.map(Row::Series)
 }
 
 /// `fit_packed`: one packed model row for the group ([`output::packed`]); `unpack_models`
 /// turns the stacked rows into the model struct (what [`model`] returns for one group).
-pub fn packed(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<PackedOut> {
+pub fn packed(inputs: &[Series], kw: &FitKwargs) -> PolarsResult<Row<output::PackedType>> {
     let label = &inputs[0];
     let fitted = fit_one(inputs, kw)?;
     let (t, array, physical) = output::packed(label.dtype(), &fitted)?;
     Ok(if physical {
-        PackedOut::Arrow(label.name().clone(), t, array)
+        Row::Arrow(label.name().clone(), t, array)
     } else {
-        PackedOut::Series(output::packed_series(label.name(), &t, array))
+        Row::Series(output::wrap(label.name(), &*t, array))
     })
 }
 

@@ -126,7 +126,7 @@ pub struct ModelType {
     label: DataType,
     multiclass: bool,
     /// The model struct's dtype.
-    pub dtype: DataType,
+    dtype: DataType,
     /// Whether `dtype` has no logical type (its Arrow type is `arrow`).
     physical: bool,
     arrow: ArrowDataType,
@@ -197,18 +197,37 @@ pub fn model(
     n_rows: usize,
 ) -> PolarsResult<Series> {
     match model_arrays(meta, fit, classes, n_rows) {
-        Ok((t, array)) => Ok(wrap(name, &t, array)),
+        Ok((t, array)) => Ok(wrap(name, &*t, array)),
         Err(_) => model_by_series(name, meta, fit, classes, n_rows),
     }
 }
 
-/// The model column of a struct array built by `StructArray::try_new` against `t.arrow`
-/// ([`model_array`], [`models`]).
-pub fn wrap(name: &str, t: &ModelType, array: Box<dyn Array>) -> Series {
+/// A struct row type that the plugin builds as a bare Arrow array and exports as built
+/// ([`crate::agg`]): the model struct ([`ModelType`]) and `fit_packed`'s row ([`PackedType`]).
+pub trait RowType {
+    /// The Polars dtype of the struct column.
+    fn dtype(&self) -> &DataType;
+}
+
+impl RowType for ModelType {
+    fn dtype(&self) -> &DataType {
+        &self.dtype
+    }
+}
+
+impl RowType for PackedType {
+    fn dtype(&self) -> &DataType {
+        &self.dtype
+    }
+}
+
+/// The column of a struct array built by `StructArray::try_new` against `t`'s physical Arrow
+/// type ([`model_array`], [`models`], [`packed`]).
+pub fn wrap<T: RowType>(name: &str, t: &T, array: Box<dyn Array>) -> Series {
     // SAFETY: the callers' `try_new` checked every field's array against the struct's Arrow
-    // type, which is `t.dtype`'s physical type: what `StructChunked::from_series` builds and
+    // type, which is `t.dtype()`'s physical type: what `StructChunked::from_series` builds and
     // then passes to the same constructor.
-    let ca = unsafe { StructChunked::from_chunks_and_dtype(name.into(), vec![array], t.dtype.clone()) };
+    let ca = unsafe { StructChunked::from_chunks_and_dtype(name.into(), vec![array], t.dtype().clone()) };
     ca.into_series()
 }
 
@@ -458,7 +477,7 @@ fn models_by_arrays(
     ];
     // `try_new` checks every field against `t.dtype`'s physical Arrow type, as `wrap` needs.
     let array = StructArray::try_new(t.arrow.clone(), n, fields, None)?.boxed();
-    Ok(wrap(name, &t, array))
+    Ok(wrap(name, &*t, array))
 }
 
 /// [`model`] from one `Series` per field (any label dtype).
@@ -736,7 +755,7 @@ fn unpack(bytes: &[u8]) -> PolarsResult<Fitted> {
 pub struct PackedType {
     label: DataType,
     /// The packed row's dtype.
-    pub dtype: DataType,
+    dtype: DataType,
     /// Whether `dtype` has no logical type (its Arrow type is `arrow`).
     physical: bool,
     arrow: ArrowDataType,
@@ -786,13 +805,6 @@ pub fn packed(label: &DataType, fitted: &Fitted) -> PolarsResult<(Rc<PackedType>
     let array = StructArray::try_new(t.arrow.clone(), 1, vec![model, classes], None)?.boxed();
     let physical = t.physical;
     Ok((t, array, physical))
-}
-
-/// A packed row as a `Series` (any label dtype).
-pub fn packed_series(name: &str, t: &PackedType, array: Box<dyn Array>) -> Series {
-    // SAFETY: `packed`'s `try_new` checked the fields' arrays against `t.dtype`'s physical type.
-    let ca = unsafe { StructChunked::from_chunks_and_dtype(name.into(), vec![array], t.dtype.clone()) };
-    ca.into_series()
 }
 
 /// `unpack_models`: the model struct column of stacked packed rows (null rows stay null).

@@ -147,7 +147,13 @@ def assert_supports_agree(
     """
     n = y.size
     best = max(a, b, key=lambda c: c.lower)
-    rho = math.sqrt(2.0 * n * max(min(a.primal, b.primal) - best.lower, 0.0))
+
+    def gap(primal: float) -> float:
+        # The values are sums over n rows in floating point, exact only to about 1e-12 relative:
+        # a gap below that rounds to zero or below and would claim an exact optimum (a zero radius).
+        return max(primal - best.lower, 0.0) + 1e-12 * max(abs(primal), abs(best.lower))
+
+    rho = math.sqrt(2.0 * n * gap(min(a.primal, b.primal)))
     col_norm = np.sqrt(np.asarray(x.multiply(x).sum(axis=0)).ravel())
     screened = np.abs(x.T @ best.alpha) / n + col_norm * rho / n < l1
     assert not np.any(a.w[screened]), "non-zero weights on features the gap-safe rule proves zero"
@@ -159,7 +165,7 @@ def assert_supports_agree(
     sigma = np.linalg.svd(x[:, first[candidates]].toarray(), compute_uv=False).min()
     mu = sigma**2 / n + l2 / size[candidates].max()
     assert mu > 0, "the candidate classes are linearly dependent: no certified coefficient radius"
-    radius = sum(math.sqrt(2.0 * max(c.primal - best.lower, 0.0) / mu) for c in (a, b))
+    radius = sum(math.sqrt(2.0 * gap(c.primal) / mu) for c in (a, b))
     assert np.linalg.norm(wa - wb) <= radius
     only_one = (wa != 0) != (wb != 0)
     assert np.all(np.abs(wa[only_one]) + np.abs(wb[only_one]) <= radius)
