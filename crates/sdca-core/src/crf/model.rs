@@ -253,18 +253,11 @@ crate::simd::kernel! {
         k: usize,
         theta: &mut [f64],
     ) as unary_scores_portable {
-        let (bias, start, end) = bias;
         let t_len = rows.len();
         debug_assert!(theta.len() == t_len * k);
         for (t, row) in rows.enumerate() {
             let th = &mut theta[t * k..(t + 1) * k];
-            th.copy_from_slice(bias);
-            if t == 0 {
-                th.iter_mut().zip(start).for_each(|(s, b)| *s += b);
-            }
-            if t + 1 == t_len {
-                th.iter_mut().zip(end).for_each(|(s, b)| *s += b);
-            }
+            init_scores(th, bias, t, t_len);
             if e.k_stride == 1 {
                 let mut c0 = 0;
                 while c0 < k {
@@ -318,19 +311,12 @@ crate::simd::kernel! {
         k: usize,
         theta: &mut [f64],
     ) as unary_scores_local_portable {
-        let (bias, start, end) = bias;
         let t_len = rows.len();
         debug_assert!(theta.len() == t_len * k);
         let mut first = 0;
         for (t, row) in rows.enumerate() {
             let th = &mut theta[t * k..(t + 1) * k];
-            th.copy_from_slice(bias);
-            if t == 0 {
-                th.iter_mut().zip(start).for_each(|(s, b)| *s += b);
-            }
-            if t + 1 == t_len {
-                th.iter_mut().zip(end).for_each(|(s, b)| *s += b);
-            }
+            init_scores(th, bias, t, t_len);
             let r = x.row_ref(row);
             let mut e = first;
             let mut c0 = 0;
@@ -360,6 +346,20 @@ crate::simd::kernel! {
             }
             first = e;
         }
+    }
+}
+
+/// The attribute-free part of token `t`'s scores in a chain of `t_len`: `th = bias (+ start at
+/// t = 0) (+ end at t = t_len - 1)`, added in that order. Shared by [`unary_scores`] and
+/// [`unary_scores_local`], whose scores must have the same bits.
+#[inline(always)]
+fn init_scores(th: &mut [f64], (bias, start, end): (&[f64], &[f64], &[f64]), t: usize, t_len: usize) {
+    th.copy_from_slice(bias);
+    if t == 0 {
+        th.iter_mut().zip(start).for_each(|(s, b)| *s += b);
+    }
+    if t + 1 == t_len {
+        th.iter_mut().zip(end).for_each(|(s, b)| *s += b);
     }
 }
 
