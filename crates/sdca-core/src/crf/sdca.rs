@@ -618,29 +618,168 @@ fn scale_sq_norm(x: &mut [f64], c: f64) -> f64 {
     (acc[0] + acc[1]) + (acc[2] + acc[3])
 }
 
-/// `<w, v>` for a direction on the attributes `act`.
-fn direction_dot(w: &[f64], lay: Layout, act: &[u32], v_em: &[f64], v_rest: &[f64]) -> f64 {
-    let k = lay.k;
-    // Four running sums: one would chain every product through the adder's latency, and in a
-    // parallel fit this product is on the driver's serial path.
-    let mut acc = [0.0; LANES];
-    let mut add = |w: &[f64], v: &[f64]| {
-        let (wc, vc) = (w.chunks_exact(LANES), v.chunks_exact(LANES));
-        for (l, (wj, vj)) in wc.remainder().iter().zip(vc.remainder()).enumerate() {
-            acc[l] += wj * vj;
+crate::simd::kernel! {
+    /// `<w, v>` for a direction `v` on the attributes `act` (rows of `K` in `v_em`, as
+    /// [`AttrIndex`] lists them) and `v_rest` on `[bias | start | end | transition]`. Four
+    /// running sums: one would chain every product through the adder's latency, and in a
+    /// parallel fit this product is on the driver's serial path. Each row adds its last `len mod
+    /// 4` products to the first lanes, then its groups of four lane by lane; the lanes are added
+    /// as `(l0 + l1) + (l2 + l3)`. `rows_avx2::direction_dot` makes the same operations on whole
+    /// registers (the remainder by a masked load), so both give the same bits.
+    #[inline]
+    fn direction_dot(w: &[f64], lay: Layout, act: &[u32], v_em: &[f64], v_rest: &[f64]) -> f64
+        as direction_dot_portable
+    {
+        let k = lay.k;
+        let mut acc = [0.0; LANES];
+        let mut add = |w: &[f64], v: &[f64]| {
+            let (wc, vc) = (w.chunks_exact(LANES), v.chunks_exact(LANES));
+            for (l, (wj, vj)) in wc.remainder().iter().zip(vc.remainder()).enumerate() {
+                acc[l] += wj * vj;
+            }
+            for (wq, vq) in wc.zip(vc) {
+                for ((a, wj), vj) in acc.iter_mut().zip(wq).zip(vq) {
+                    *a += wj * vj;
+                }
+            }
+        };
+        for (q, &a) in act.iter().enumerate() {
+            let a = a as usize;
+            add(&w[a * k..(a + 1) * k], &v_em[q * k..(q + 1) * k]);
         }
-        for (wq, vq) in wc.zip(vc) {
-            for ((a, wj), vj) in acc.iter_mut().zip(wq).zip(vq) {
-                *a += wj * vj;
+        add(&w[lay.bias()..], v_rest);
+        (acc[0] + acc[1]) + (acc[2] + acc[3])
+    } avx2: rows_avx2::direction_dot
+}
+
+crate::simd::kernel! {
+    /// `w <- w + gamma v` for a direction `v` laid out as in [`direction_dot`]: the rows of the
+    /// attributes `act`, then the dense rest. One rounding per entry (`gamma * v`, then the sum),
+    /// so `rows_avx2::add_rows`, four entries at a time, gives the same bits.
+    #[inline]
+    fn add_rows(w: &mut [f64], lay: Layout, act: &[u32], v_em: &[f64], v_rest: &[f64], gamma: f64)
+        as add_rows_portable
+    {
+        let k = lay.k;
+        for (q, &a) in act.iter().enumerate() {
+            let a = a as usize;
+            for (wj, vj) in w[a * k..(a + 1) * k].iter_mut().zip(&v_em[q * k..(q + 1) * k]) {
+                *wj += gamma * vj;
             }
         }
-    };
-    for (q, &a) in act.iter().enumerate() {
-        let a = a as usize;
-        add(&w[a * k..(a + 1) * k], &v_em[q * k..(q + 1) * k]);
+        for (wj, vj) in w[lay.bias()..].iter_mut().zip(v_rest) {
+            *wj += gamma * vj;
+        }
+    } avx2: rows_avx2::add_rows
+}
+
+#[cfg(target_arch = "x86_64")]
+mod rows_avx2 {
+    //! [`super::direction_dot`] and [`super::add_rows`] with AVX2 intrinsics: the portable
+    //! bodies' operations, lane for lane and in the same order (the same bits). A row's last
+    //! `len mod 4` entries go through masked loads and stores, which touch no memory in the
+    //! masked lanes; the dot product adds `0 * 0 = +0` to the masked lanes, which leaves them
+    //! unchanged (a lane that starts at `+0` never holds `-0`: in round-to-nearest a sum is `-0`
+    //! only when both terms are).
+    use std::arch::x86_64::*;
+
+    use super::{Layout, LANES};
+
+    /// The mask of the first `r` lanes (`r < 4`).
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn first_lanes(r: usize) -> __m256i {
+        const MASKS: [[i64; LANES]; LANES] = [[0, 0, 0, 0], [-1, 0, 0, 0], [-1, -1, 0, 0], [-1, -1, -1, 0]];
+        _mm256_loadu_si256(MASKS[r].as_ptr().cast())
     }
-    add(&w[lay.bias()..], v_rest);
-    (acc[0] + acc[1]) + (acc[2] + acc[3])
+
+    /// `acc += w * v` on one row: its last `len mod 4` products in the first lanes, then its
+    /// groups of four.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn dot_row(acc: __m256d, mask: __m256i, w: &[f64], v: &[f64]) -> __m256d {
+        let n = w.len().min(v.len());
+        let body = n - n % LANES;
+        let (wp, vp) = (w.as_ptr(), v.as_ptr());
+        let mut acc = acc;
+        if body < n {
+            let wr = _mm256_maskload_pd(wp.add(body), mask);
+            acc = _mm256_add_pd(acc, _mm256_mul_pd(wr, _mm256_maskload_pd(vp.add(body), mask)));
+        }
+        let mut j = 0;
+        while j < body {
+            acc = _mm256_add_pd(acc, _mm256_mul_pd(_mm256_loadu_pd(wp.add(j)), _mm256_loadu_pd(vp.add(j))));
+            j += LANES;
+        }
+        acc
+    }
+
+    /// `w += gamma v` on one row.
+    #[target_feature(enable = "avx2")]
+    #[inline]
+    unsafe fn add_row(w: &mut [f64], mask: __m256i, v: &[f64], gamma: __m256d) {
+        let n = w.len().min(v.len());
+        let body = n - n % LANES;
+        let (wp, vp) = (w.as_mut_ptr(), v.as_ptr());
+        let mut j = 0;
+        while j < body {
+            let sum =
+                _mm256_add_pd(_mm256_loadu_pd(wp.add(j)), _mm256_mul_pd(gamma, _mm256_loadu_pd(vp.add(j))));
+            _mm256_storeu_pd(wp.add(j), sum);
+            j += LANES;
+        }
+        if body < n {
+            let wr = _mm256_maskload_pd(wp.add(body), mask);
+            let sum = _mm256_add_pd(wr, _mm256_mul_pd(gamma, _mm256_maskload_pd(vp.add(body), mask)));
+            _mm256_maskstore_pd(wp.add(body), mask, sum);
+        }
+    }
+
+    /// Safe to call with AVX2 (slices are bounds-checked as in the portable body).
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn direction_dot(
+        w: &[f64],
+        lay: Layout,
+        act: &[u32],
+        v_em: &[f64],
+        v_rest: &[f64],
+    ) -> f64 {
+        let k = lay.k;
+        let mask = first_lanes(k % LANES);
+        let mut acc = _mm256_setzero_pd();
+        for (q, &a) in act.iter().enumerate() {
+            let a = a as usize;
+            acc = dot_row(acc, mask, &w[a * k..(a + 1) * k], &v_em[q * k..(q + 1) * k]);
+        }
+        let rest = &w[lay.bias()..];
+        let len = rest.len().min(v_rest.len());
+        acc = dot_row(acc, first_lanes(len % LANES), &rest[..len], &v_rest[..len]);
+        let mut l = [0.0; LANES];
+        _mm256_storeu_pd(l.as_mut_ptr(), acc);
+        (l[0] + l[1]) + (l[2] + l[3])
+    }
+
+    /// Safe to call with AVX2 (slices are bounds-checked as in the portable body).
+    #[target_feature(enable = "avx2")]
+    pub(super) unsafe fn add_rows(
+        w: &mut [f64],
+        lay: Layout,
+        act: &[u32],
+        v_em: &[f64],
+        v_rest: &[f64],
+        gamma: f64,
+    ) {
+        let k = lay.k;
+        let mask = first_lanes(k % LANES);
+        let g = _mm256_set1_pd(gamma);
+        for (q, &a) in act.iter().enumerate() {
+            let a = a as usize;
+            add_row(&mut w[a * k..(a + 1) * k], mask, &v_em[q * k..(q + 1) * k], g);
+        }
+        let rest = &mut w[lay.bias()..];
+        let len = rest.len().min(v_rest.len());
+        add_row(&mut rest[..len], first_lanes(len % LANES), &v_rest[..len], g);
+    }
 }
 
 crate::simd::kernel! {
@@ -938,20 +1077,10 @@ fn move_weights<D: TokenRows>(
     r: &Raw,
     wv: f64,
 ) {
-    let (k, lay) = (ctx.lay.k, ctx.lay);
-    let i = s.i;
+    let (k, i) = (ctx.lay.k, s.i);
     let act = ctx.index.active(i);
-    let v_em = &s.v_em[..act.len() * k];
     let gamma = r.gamma;
-    for (q, &a) in act.iter().enumerate() {
-        let a = a as usize;
-        for (wj, vj) in w[a * k..(a + 1) * k].iter_mut().zip(&v_em[q * k..(q + 1) * k]) {
-            *wj += gamma * vj;
-        }
-    }
-    for (wj, vj) in w[lay.bias()..].iter_mut().zip(&s.v_rest) {
-        *wj += gamma * vj;
-    }
+    add_rows(w, ctx.lay, act, &s.v_em[..act.len() * k], &s.v_rest, gamma);
     books.wn2 += gamma * (2.0 * wv + gamma * s.vv);
     books.entropy_sum += r.entropy - books.entropy[i];
     books.entropy[i] = r.entropy;
@@ -2419,6 +2548,30 @@ mod tests {
             let plain: f64 = mu.iter().zip(&sc).map(|(m, s)| m * s).sum();
             assert!((a[0] - plain).abs() < 1e-12 * (1.0 + n as f64));
             assert!(d1.iter().zip(&nu).zip(&mu).all(|((d, n), m)| *d == n - m));
+        }
+    }
+
+    /// The AVX2 copies of the step's row kernels give the portable bits, for label counts with
+    /// every remainder mod four (and the dense rest with its own).
+    #[test]
+    fn row_kernels_dispatched_and_portable_give_the_same_bits() {
+        let mut rng = Xoshiro256PlusPlus::seed_from_u64(22);
+        for k in [1usize, 2, 3, 4, 5, 9, 26, 45] {
+            let lay = Layout { k, a: 13 };
+            let w: Vec<f64> = (0..lay.dim()).map(|_| rng.random_range(-2.0..2.0)).collect();
+            let act = [7u32, 0, 12, 3];
+            let v_em: Vec<f64> = (0..act.len() * k).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let v_rest: Vec<f64> = (0..3 * k + k * k).map(|_| rng.random_range(-1.0..1.0)).collect();
+            let a = direction_dot(&w, lay, &act, &v_em, &v_rest);
+            let b = direction_dot_portable(&w, lay, &act, &v_em, &v_rest);
+            assert_eq!(a.to_bits(), b.to_bits(), "k={k}");
+            let (mut w1, mut w2) = (w.clone(), w.clone());
+            add_rows(&mut w1, lay, &act, &v_em, &v_rest, 0.37);
+            add_rows_portable(&mut w2, lay, &act, &v_em, &v_rest, 0.37);
+            assert!(w1.iter().zip(&w2).all(|(x, y)| x.to_bits() == y.to_bits()), "k={k}");
+            // Only the rows of `act` and the rest moved.
+            let untouched = |j: usize| j < lay.bias() && !act.contains(&((j / k) as u32));
+            assert!((0..w.len()).filter(|&j| untouched(j)).all(|j| w1[j] == w[j]));
         }
     }
 
