@@ -89,20 +89,30 @@
 //!
 //! # Sign-fixed Newton steps
 //!
-//! When the support's signs held over the last sweep (and the step was not tried for those
-//! signs), the inner solve tries the minimiser of `P` with those signs fixed (there `P` is
-//! quadratic: one Cholesky solve of the support's Gram matrix) and keeps it when it lowers
-//! `P`; when it moved, the inner solve checks its gap at once, since on the right support the
-//! step lands on the subproblem's optimum. The Gram products depend on the columns only, so a
-//! step computes only those of the features that joined the support ([`Gram`]), each by the
-//! shorter read ([`Columns::cross`]): the support's columns, or, for a sparse input, the rows
-//! of the feature's entries. Its cost, those reads plus the factorisation's `m^3 / 3`, is
-//! capped by [`NEWTON_WORK`] passes and by [`NEWTON_SHARE`] times the entries the inner
-//! solve's sweeps have visited: along a warm-started path an inner solve often needs only a
-//! few sweeps, and a step costing more than those can save no more than it costs. On the
-//! `enet` row of `benchmarks/paths.py` (50,000 CoNLL tokens, `l2` tied to `l1`), where the
-//! inner solves used to run ten sweeps between checks, this took the path from 436 to 189
-//! million entries read; on the dense Lasso row, from 318 to 199 million.
+//! After each sweep, unless the step was tried for the support's current signs, the inner solve
+//! tries the minimiser of `P` with those signs fixed (there `P` is quadratic: one Cholesky solve
+//! of the support's Gram matrix) and keeps it when it lowers `P`; when it reached that
+//! minimiser (no sign changed on the way, see [`Descent::up_to_sign_change`]), the inner solve
+//! checks its gap at once, since on the right support the step lands on the subproblem's
+//! optimum (a step cut short at a sign change has never met the tolerance there: on the dense
+//! Lasso row, checking after those too read 16.4 million more entries for the same path). The
+//! Gram products depend on the columns only, so a step computes only those of the features
+//! that joined the support ([`Gram`]), each by the shorter read ([`Columns::cross`]): the
+//! support's columns, or, for a sparse input, the rows of the feature's entries. The factor is
+//! kept with the products and follows the support: a rank-one update of the rows after each
+//! feature that leaves, a row appended for each that joins, `O(m^2)` each instead of a
+//! factorisation's `m^3 / 3` (Golub and Van Loan, "Matrix Computations", section 6.5.4; the
+//! rotations of LINPACK's `dchud`). Its cost, those reads plus the factor's work, is capped by
+//! [`NEWTON_WORK`] passes and by [`NEWTON_SHARE`] times the entries the inner solve's sweeps
+//! have visited: along a warm-started path an inner solve often needs only a few sweeps, and a
+//! step costing more than those can save no more than it costs. On the `enet` row of
+//! `benchmarks/paths.py` (50,000 CoNLL tokens, `l2` tied to `l1`), where the inner solves used
+//! to run ten sweeps between checks, the steps took the path from 436 to 189 million entries
+//! read; on the dense Lasso row, from 318 to 199 million. Updating the factor instead of
+//! factorising, and trying the step after every sweep instead of only after a sweep that kept
+//! the signs, took the dense Lasso row's sweeps from 61.8 to 38.5 million entries (the path
+//! from 132.4 to 112.7 million with screening, 195.0 to 173.9 million without; CPU 0.27 to
+//! 0.14 s), the same objectives.
 
 //! # Dense columns
 //!
@@ -141,6 +151,7 @@ use crate::data::Rows;
 use crate::error::{Result, SdcaError};
 use crate::loss::{with_scalar_loss, Loss, LossKind, Squared};
 use crate::reg::soft_threshold;
+use kernel::tri;
 
 /// Anderson's memory: iterates whose combination makes the extrapolated points, plus one.
 const EXTRAPOLATE: usize = 5;
@@ -803,23 +814,31 @@ mod kernel {
         }
     }
 
+    /// Where row `a` of a lower triangle packed by rows starts.
+    #[inline(always)]
+    pub(super) fn tri(a: usize) -> usize {
+        a * (a + 1) / 2
+    }
+
     crate::simd::kernel! {
-        /// Overwrites the lower triangle of the symmetric positive definite `g` (row-major `m x
-        /// m`, only `g[i * m + k]` for `k <= i` read) by its Cholesky factor `L` (`G = L L^T`),
-        /// row by row (Crout): each entry is a dot product of two rows' leading parts, both
-        /// contiguous, in [`dot_portable`]'s eight lanes. The upper factor of
+        /// Turns the rows `from..to` of `l`, a lower triangle packed by rows whose rows before
+        /// `from` are a Cholesky factor `L` (`G = L L^T`) and whose rows `from..to` hold those
+        /// of the symmetric positive definite `G`, into the factor's rows, row by row (Crout):
+        /// each entry is a dot product of two rows' leading parts, both contiguous, in
+        /// [`dot_portable`]'s eight lanes. With `from = 0` it factorises `G`; with `from = to -
+        /// 1` it appends a row to a factor. The upper factor of
         /// `super::super::newton::cholesky` reads `L`'s columns instead, one cache line per
         /// entry: on the dense Lasso path (supports near 200) its factorisations were 39% of the
         /// CPU time. `false` when a pivot is not positive (or not finite).
         #[inline]
-        pub(super) fn cholesky(g: &mut [f64], m: usize) -> bool as cholesky_portable {
-            for i in 0..m {
-                let (done, rest) = g.split_at_mut(i * m);
-                let row = &mut rest[..m];
+        pub(super) fn cholesky(l: &mut [f64], from: usize, to: usize) -> bool as cholesky_portable {
+            for i in from..to {
+                let (done, rest) = l.split_at_mut(tri(i));
+                let row = &mut rest[..=i];
                 for j in 0..i {
-                    let above = &done[j * m..j * m + j];
+                    let above = &done[tri(j)..tri(j) + j];
                     let s = row[j] - dot_portable(&row[..j], above);
-                    row[j] = s / done[j * m + j];
+                    row[j] = s / done[tri(j) + j];
                 }
                 let pivot = row[i] - dot_portable(&row[..i], &row[..i]);
                 if !(pivot > 0.0 && pivot.is_finite()) {
@@ -832,21 +851,43 @@ mod kernel {
     }
 
     crate::simd::kernel! {
-        /// Solves `L L^T z = b` in place for the factor `L` of [`cholesky`]: forward by rows, then
-        /// backward by rows too (each solved entry taken out of the ones before it), so both
-        /// substitutions read `L` contiguously.
+        /// Solves `L L^T z = b` in place for the factor `L` (order `m`) of [`cholesky`]: forward
+        /// by rows, then backward by rows too (each solved entry taken out of the ones before
+        /// it), so both substitutions read `L` contiguously.
         #[inline]
         pub(super) fn cholesky_apply(l: &[f64], m: usize, b: &mut [f64]) as cholesky_apply_portable {
             for i in 0..m {
-                let row = &l[i * m..i * m + i];
-                b[i] = (b[i] - dot_portable(row, &b[..i])) / l[i * m + i];
+                let row = &l[tri(i)..tri(i) + i];
+                b[i] = (b[i] - dot_portable(row, &b[..i])) / l[tri(i) + i];
             }
             for i in (0..m).rev() {
-                b[i] /= l[i * m + i];
+                b[i] /= l[tri(i) + i];
                 let z = b[i];
-                b[..i].iter_mut().zip(&l[i * m..i * m + i]).for_each(|(b, l)| *b -= l * z);
+                b[..i].iter_mut().zip(&l[tri(i)..tri(i) + i]).for_each(|(b, l)| *b -= l * z);
             }
         }
+    }
+
+    /// The rank-one update `L' L'^T = L L^T + x x^T` of the rows and columns `from..m` of the
+    /// factor `l` (packed as [`cholesky`]'s; `x` holds rows `from..m`, overwritten), by the
+    /// rotations of LINPACK's `dchud`, column by column. `false` when a diagonal entry is not
+    /// positive (or not finite).
+    pub(super) fn cholesky_update(l: &mut [f64], from: usize, m: usize, x: &mut [f64]) -> bool {
+        for j in from..m {
+            let (diag, xj) = (l[tri(j) + j], x[j - from]);
+            let r = diag.hypot(xj);
+            if !(r > 0.0 && r.is_finite() && diag > 0.0) {
+                return false;
+            }
+            let (c, s) = (r / diag, xj / diag);
+            l[tri(j) + j] = r;
+            for i in j + 1..m {
+                let e = &mut l[tri(i) + j];
+                *e = (*e + s * x[i - from]) / c;
+                x[i - from] = c * x[i - from] - s * *e;
+            }
+        }
+        true
     }
 
     crate::simd::kernel! {
@@ -911,32 +952,106 @@ struct Descent<'c> {
     settled: Option<(Compact, Vec<usize>)>,
 }
 
-/// `X_S^T X_S / n` (upper triangle, row-major) and `X_S^T y / n` of the slots `S` of the last
-/// sign-fixed Newton step: the next step, whose support differs in a few features, computes only
-/// the products of those (module docs). They depend on the columns only, so a path's fits share
-/// them.
+/// The products `X_S^T X_S / n` and `X_S^T y / n` of the slots `S` of the last sign-fixed
+/// Newton step, and the Cholesky factor of its system `X_S^T X_S / n + l2 I`, in the order the
+/// slots joined: the next step, whose support differs in a few features, computes only the
+/// products of those, and updates the factor instead of factorising again (module docs). They
+/// depend on the columns only (the factor on `l2` too), so a path's fits share them.
 #[derive(Default)]
 struct Gram {
+    /// The slots, in the order they joined.
     slots: Vec<usize>,
+    /// `X_S^T X_S / n`, its lower triangle packed by rows (row `a` is `tri(a)..tri(a + 1)`).
     gram: Vec<f64>,
     xty: Vec<f64>,
+    /// The lower Cholesky factor of `gram + l2 I`, packed as `gram`, with that `l2`; `None` when
+    /// it is to be built from `gram` (none yet, or a pivot of an update was not positive).
+    factor: Option<(Vec<f64>, f64)>,
 }
 
 impl Gram {
-    /// Each of `slots`' position in the stored slots (`None`: its products are to be
-    /// computed); both lists increase.
-    fn positions(&self, slots: &[usize]) -> Vec<Option<usize>> {
-        let mut k = 0;
-        slots
-            .iter()
-            .map(|&j| {
-                while k < self.slots.len() && self.slots[k] < j {
-                    k += 1;
-                }
-                (k < self.slots.len() && self.slots[k] == j).then_some(k)
-            })
-            .collect()
+    /// The positions (in `self.slots`) of the slots not in `support` (increasing), and the
+    /// features of `support` (increasing) not in `self.slots`.
+    fn changes(&self, support: &[usize]) -> (Vec<usize>, Vec<usize>) {
+        let leave =
+            (0..self.slots.len()).filter(|&a| support.binary_search(&self.slots[a]).is_err()).collect();
+        let mut known = self.slots.clone();
+        known.sort_unstable();
+        let join = support.iter().copied().filter(|j| known.binary_search(j).is_err()).collect();
+        (leave, join)
     }
+
+    /// The flops of bringing the factor to `support` at `l2` (without the products): a
+    /// rank-one update of the rows after each slot that leaves and a row per slot that joins,
+    /// or, without a factor for `l2`, a factorisation's `m^3 / 3`.
+    fn work(&self, support: &[usize], l2: f64) -> f64 {
+        let m = support.len() as f64;
+        if self.factor.as_ref().is_none_or(|f| f.1 != l2) {
+            return m * m * m / 3.0;
+        }
+        let (leave, join) = self.changes(support);
+        let after = |a: &usize| ((self.slots.len() - a) as f64).powi(2);
+        leave.iter().map(after).sum::<f64>() + join.len() as f64 * m * m / 2.0
+    }
+
+    /// Removes the slot at position `a`: its row and column of the products, and of the factor
+    /// by a rank-one update of the rows after it (`L' L'^T = L_22 L_22^T + x x^T`, `x` the
+    /// removed column's entries below the diagonal).
+    fn remove(&mut self, a: usize) {
+        let m = self.slots.len();
+        self.slots.remove(a);
+        self.xty.remove(a);
+        unpack(&mut self.gram, a, m);
+        if let Some((l, _)) = &mut self.factor {
+            let mut x = unpack(l, a, m);
+            if !kernel::cholesky_update(l, a, m - 1, &mut x) {
+                self.factor = None;
+            }
+        }
+    }
+
+    /// Appends the slot `j` with its products `row` (with the slots in their order, then with
+    /// itself) and `x_j^T y / n`; the factor, if any, gets its row.
+    fn push(&mut self, j: usize, row: &[f64], xty: f64) {
+        let m = self.slots.len();
+        self.slots.push(j);
+        self.xty.push(xty);
+        self.gram.extend_from_slice(row);
+        if let Some((l, l2)) = &mut self.factor {
+            l.extend_from_slice(row);
+            l[tri(m) + m] += *l2;
+            if !kernel::cholesky(l, m, m + 1) {
+                self.factor = None;
+            }
+        }
+    }
+
+    /// The factor of the system at `l2`, built from the products when it is missing or for
+    /// another `l2`; `None` when the system is not positive definite.
+    fn factor(&mut self, l2: f64) -> Option<&[f64]> {
+        if self.factor.as_ref().is_none_or(|f| f.1 != l2) {
+            let mut l = self.gram.clone();
+            (0..self.slots.len()).for_each(|a| l[tri(a) + a] += l2);
+            self.factor = kernel::cholesky(&mut l, 0, self.slots.len()).then_some((l, l2));
+        }
+        self.factor.as_ref().map(|f| f.0.as_slice())
+    }
+}
+
+/// Removes row and column `a` of the lower triangle `p` of order `m` packed by rows; returns
+/// the column's entries below the diagonal.
+fn unpack(p: &mut Vec<f64>, a: usize, m: usize) -> Vec<f64> {
+    let mut below = Vec::with_capacity(m - a - 1);
+    let mut to = tri(a);
+    for i in a + 1..m {
+        let row = tri(i);
+        below.push(p[row + a]);
+        p.copy_within(row..row + a, to);
+        p.copy_within(row + a + 1..row + i + 1, to + a);
+        to += i;
+    }
+    p.truncate(to);
+    below
 }
 
 impl Descent<'_> {
@@ -1018,8 +1133,9 @@ impl Descent<'_> {
     /// flipped sign, would not. This is how the support changes between nearly collinear
     /// columns, where the optimum's weight moves from one column to the other and coordinate
     /// descent alone needs a sweep count of the order of the pair's condition number (a 6 x 5
-    /// Lasso stalled at a relative gap of 1e-5 after 20,000 sweeps).
-    fn up_to_sign_change(&self, slots: &[usize], mut target: Vec<f64>) -> Vec<f64> {
+    /// Lasso stalled at a relative gap of 1e-5 after 20,000 sweeps). Returns whether the point
+    /// is `target` (no sign changed) too.
+    fn up_to_sign_change(&self, slots: &[usize], mut target: Vec<f64>) -> (Vec<f64>, bool) {
         let d = self.w.len() - 1;
         let mut first: Option<(f64, usize)> = None;
         for (a, (&j, &t)) in slots.iter().zip(&target).enumerate() {
@@ -1037,7 +1153,7 @@ impl Descent<'_> {
             }
             target[zeroed] = 0.0;
         }
-        target
+        (target, first.is_none())
     }
 
     /// Moves the slots `slots` to `target` when that lowers `P` (the objective's change is
@@ -1101,51 +1217,39 @@ impl Descent<'_> {
 
     /// The minimiser of `P` over the support `slots` (features with their signs, then the
     /// intercept, increasing) with those signs fixed: there `P` is quadratic and its minimiser
-    /// solves `(X_S^T X_S / n + l2 I) w_S = X_S^T y / n - l1 sign(w_S)` (scaled columns). The
-    /// products of the slots the last step shared are taken from [`Gram`], the others'
-    /// computed by [`Columns::cross`]. `None` when the system is not positive definite.
+    /// solves `(X_S^T X_S / n + l2 I) w_S = X_S^T y / n - l1 sign(w_S)` (scaled columns), in
+    /// `slots`' order. [`Gram`] holds the last step's products and factor: the slots that left
+    /// are taken out of both, the products of those that joined are computed by
+    /// [`Columns::cross`] and appended. `None` when the system is not positive definite.
     /// Returns the entries visited too.
     fn newton(&mut self, slots: &[usize]) -> (Option<Vec<f64>>, usize) {
-        let (cols, d, m) = (self.cols, self.w.len() - 1, slots.len());
-        let old = std::mem::take(self.gram);
-        let (at, mo) = (old.positions(slots), old.slots.len());
-        let (mut gram, mut xty) = (vec![0.0; m * m], vec![0.0; m]);
-        for (a, p) in at.iter().enumerate().filter_map(|(a, p)| p.map(|p| (a, p))) {
-            xty[a] = old.xty[p];
-            for (b, q) in at.iter().enumerate().skip(a).filter_map(|(b, q)| q.map(|q| (b, q))) {
-                gram[a * m + b] = old.gram[p * mo + q];
-            }
+        let (cols, d, nf) = (self.cols, self.w.len() - 1, self.nf);
+        let gram = &mut *self.gram;
+        if gram.factor.as_ref().is_some_and(|f| f.1 != self.l2) {
+            gram.factor = None;
         }
-        // The products of each new slot with every slot (a pair of new slots once).
-        let (mut scratch, mut column) = (Cross::default(), vec![0.0; m]);
+        let (leave, join) = gram.changes(slots);
+        // From the last: a removal moves the slots after it.
+        leave.iter().rev().for_each(|&a| gram.remove(a));
+        // The products of each slot that joins with every slot (those of two that join twice).
+        let order: Vec<usize> = gram.slots.iter().chain(&join).copied().collect();
+        let (mut scratch, mut row) = (Cross::default(), vec![0.0; order.len()]);
         let mut visited = 0;
-        for b in (0..m).filter(|&b| at[b].is_none()) {
-            let jb = slots[b];
-            visited += cols.cross(jb, slots, &mut column, &mut scratch, self.nf);
-            for a in (0..m).filter(|&a| at[a].is_some() || a >= b) {
-                gram[a.min(b) * m + a.max(b)] = column[a];
-            }
-            xty[b] = cols.grad(jb, &cols.y, self.nf);
+        for (b, &jb) in order.iter().enumerate().skip(gram.slots.len()) {
+            visited += cols.cross(jb, &order, &mut row, &mut scratch, nf);
+            gram.push(jb, &row[..=b], cols.grad(jb, &cols.y, nf));
             visited += cols.len(jb);
         }
-        // The system's lower triangle, row-major, for the row-wise factorisation.
-        let mut system = vec![0.0; m * m];
-        for a in 0..m {
-            for b in a..m {
-                system[b * m + a] = gram[a * m + b];
-            }
-        }
-        *self.gram = Gram { slots: slots.to_vec(), gram, xty: xty.clone() };
-        let mut rhs = xty;
-        for (a, &ja) in slots.iter().enumerate() {
-            system[a * m + a] += self.l2;
-            rhs[a] -= if ja < d { self.l1 * self.w[ja].signum() } else { 0.0 };
-        }
-        let ok = kernel::cholesky(&mut system, m);
-        if ok {
-            kernel::cholesky_apply(&system, m, &mut rhs);
-        }
-        (ok.then_some(rhs), visited)
+        let w = &self.w;
+        let sign = |j: usize| if j < d { self.l1 * w[j].signum() } else { 0.0 };
+        let mut rhs: Vec<f64> = gram.slots.iter().zip(&gram.xty).map(|(&j, v)| v - sign(j)).collect();
+        let m = rhs.len();
+        let Some(l) = gram.factor(self.l2) else { return (None, visited) };
+        kernel::cholesky_apply(l, m, &mut rhs);
+        // Back to the order of `slots` (increasing).
+        let mut solved: Vec<(usize, f64)> = gram.slots.iter().copied().zip(rhs).collect();
+        solved.sort_unstable_by_key(|&(j, _)| j);
+        (Some(solved.into_iter().map(|(_, v)| v).collect()), visited)
     }
 
     /// The features of `scope` in the support, each with whether its weight is positive.
@@ -1171,8 +1275,7 @@ impl Descent<'_> {
         self.live = live;
         self.settled = None;
         let mut epoch = 0u32;
-        // The support's signs before the sweep, and those of the last Newton step.
-        let mut held = self.signs(&scope);
+        // The support's signs at the last Newton step.
         let mut tried: Vec<(usize, bool)> = Vec::new();
         // Entries the sweeps of this solve visited: a Newton step may cost as much (module docs).
         let mut swept = 0.0;
@@ -1197,33 +1300,31 @@ impl Descent<'_> {
                 }
                 iterates.clear();
             }
-            // The support's signs held over the sweep: try the sign-fixed minimiser once, and
-            // when it moves, check at once (module docs).
+            // Try the sign-fixed minimiser of the signs after each sweep, once per signs, and
+            // when it lands on it, check at once (module docs).
             let signs = self.signs(&scope);
-            let mut moved = false;
-            if signs == held && signs != tried {
+            let mut landed = false;
+            if signs != tried {
                 let support: Vec<usize> =
                     signs.iter().map(|&(j, _)| j).chain(slots.iter().copied().filter(|&j| j == d)).collect();
-                // The products not in `gram`, and the Cholesky factorisation's m^3 / 3.
-                let (m, entries) = (support.len() as f64, self.cols.entries(&support));
-                let products: usize = (support.iter().zip(self.gram.positions(&support)))
-                    .filter(|(_, p)| p.is_none())
-                    .map(|(&j, _)| self.cols.cross_cost(j, entries))
-                    .sum();
-                let cost = products as f64 + m * m * m / 3.0;
+                // The products not in `gram`, and the factor's update (or factorisation).
+                let entries = self.cols.entries(&support);
+                let (_, join) = self.gram.changes(&support);
+                let products: usize = join.iter().map(|&j| self.cols.cross_cost(j, entries)).sum();
+                let cost = products as f64 + self.gram.work(&support, self.l2);
                 if cost <= (NEWTON_SHARE * swept).min(NEWTON_WORK * total) {
                     let (target, visited) = self.newton(&support);
                     meter.charge(|v| &mut v.newton, visited);
-                    if let Some(target) = target.map(|t| self.up_to_sign_change(&support, t)) {
+                    if let Some((target, reached)) = target.map(|t| self.up_to_sign_change(&support, t)) {
                         let (visited, accepted) = self.try_move(&support, &target, &mut z, &mut touched);
                         meter.charge(|v| &mut v.moves, visited);
-                        moved = accepted;
+                        // Only the full step can land on the subproblem's optimum.
+                        landed = accepted && reached;
                     }
-                    tried = signs.clone();
+                    tried = signs;
                 }
             }
-            held = signs;
-            if moved || epoch.is_multiple_of(INNER_CHECK) {
+            if landed || epoch.is_multiple_of(INNER_CHECK) {
                 // The oldest residuals' buffer, reused once the memory is full.
                 let mut last = if self.history.len() == EXTRAPOLATE + 1 {
                     self.history.pop_front().unwrap_or_default()
@@ -2051,24 +2152,20 @@ mod tests {
     /// sizes around the eight lanes, and refuses a matrix that is not positive definite.
     #[test]
     fn row_cholesky_solves_spd_systems() {
-        use super::kernel::{cholesky, cholesky_apply, cholesky_apply_portable, cholesky_portable};
+        use super::kernel::{cholesky, cholesky_apply, cholesky_apply_portable, cholesky_portable, tri};
         for m in [1usize, 2, 7, 8, 9, 17, 40] {
-            // G = A^T A / m + I / 2 for a fixed A, its lower triangle row-major.
-            let a: Vec<f64> = (0..m * m).map(|k| ((k * 7 % 11) as f64 - 5.0) / 3.0).collect();
-            let full = |r: usize, c: usize| {
-                (0..m).map(|k| a[k * m + r] * a[k * m + c]).sum::<f64>() / m as f64
-                    + if r == c { 0.5 } else { 0.0 }
-            };
-            let mut g = vec![0.0; m * m];
-            for r in 0..m {
-                for c in 0..=r {
-                    g[r * m + c] = full(r, c);
-                }
-            }
+            let full = spd(m);
+            // Its lower triangle packed by rows.
+            let g: Vec<f64> =
+                (0..m).flat_map(|r| (0..=r).map(move |c| (r, c))).map(|(r, c)| full(r, c)).collect();
             let b: Vec<f64> = (0..m).map(|k| k as f64 - 1.5).collect();
             let (mut l, mut lp) = (g.clone(), g.clone());
-            assert!(cholesky(&mut l, m) && cholesky_portable(&mut lp, m), "m {m}");
+            assert!(cholesky(&mut l, 0, m) && cholesky_portable(&mut lp, 0, m), "m {m}");
             assert_eq!(l, lp, "m {m}");
+            // Row by row (appending) gives the same bits.
+            let mut rows = g.clone();
+            assert!((0..m).all(|a| cholesky(&mut rows[..tri(a + 1)], a, a + 1)), "m {m}");
+            assert_eq!(rows, l, "m {m}");
             let (mut z, mut zp) = (b.clone(), b.clone());
             cholesky_apply(&l, m, &mut z);
             cholesky_apply_portable(&lp, m, &mut zp);
@@ -2078,10 +2175,55 @@ mod tests {
                 assert!((gz - br).abs() <= 1e-11 * (1.0 + br.abs()), "m {m} row {r}: {gz} vs {br}");
             }
         }
-        let mut bad = vec![1.0, 0.0, 2.0, 1.0];
-        assert!(!cholesky(&mut bad, 2));
+        let mut bad = vec![1.0, 2.0, 1.0];
+        assert!(!cholesky(&mut bad, 0, 2));
         let mut nan = vec![f64::NAN];
-        assert!(!cholesky(&mut nan, 1));
+        assert!(!cholesky(&mut nan, 0, 1));
+    }
+
+    /// `G = A^T A / m + I / 2` for a fixed `A` (symmetric positive definite, order `m`), by
+    /// entry.
+    fn spd(m: usize) -> impl Fn(usize, usize) -> f64 {
+        let a: Vec<f64> = (0..m * m).map(|k| ((k * 7 % 11) as f64 - 5.0) / 3.0).collect();
+        move |r, c| {
+            (0..m).map(|k| a[k * m + r] * a[k * m + c]).sum::<f64>() / m as f64
+                + if r == c { 0.5 } else { 0.0 }
+        }
+    }
+
+    /// The Newton step's [`super::Gram`] follows a support through removals (rank-one updates of
+    /// the factor) and appends (a row each): its factor is the one a factorisation of the
+    /// remaining products gives, within rounding, and a new `l2` factorises again.
+    #[test]
+    fn gram_factor_follows_its_slots() {
+        use super::Gram;
+        let (m, l2) = (30, 0.1);
+        let full = spd(m);
+        let mut gram = Gram { factor: Some((Vec::new(), l2)), ..Gram::default() };
+        let push = |gram: &mut Gram, j: usize| {
+            let row: Vec<f64> = gram.slots.iter().chain([&j]).map(|&k| full(k, j)).collect();
+            gram.push(j, &row, j as f64 - 3.5);
+        };
+        (0..20).for_each(|j| push(&mut gram, j));
+        for (a, j) in [(3, 20), (0, 21), (17, 22), (9, 23), (10, 24)] {
+            gram.remove(a);
+            push(&mut gram, j);
+        }
+        for a in [15, 2] {
+            gram.remove(a);
+        }
+        let slots = gram.slots.clone();
+        assert!(gram.factor.is_some() && slots.len() == 18);
+        let mut fresh = Gram::default();
+        slots.iter().for_each(|&j| push(&mut fresh, j));
+        assert!(fresh.gram == gram.gram && fresh.xty == gram.xty);
+        let updated = gram.factor(l2).unwrap().to_vec();
+        let built = fresh.factor(l2).unwrap().to_vec();
+        for (u, b) in updated.iter().zip(&built) {
+            assert!((u - b).abs() <= 1e-12 * (1.0 + b.abs()), "{u} vs {b}");
+        }
+        assert_ne!(gram.factor(2.0 * l2).unwrap(), updated.as_slice());
+        assert_eq!(gram.factor(2.0 * l2).unwrap(), fresh.factor(2.0 * l2).unwrap());
     }
 
     /// A dense input stores no row indices and runs the dense kernels; the CSR copy of the same
