@@ -30,8 +30,11 @@ Rows, per problem:
   the throughput independent fits reach, about the best speed-up one fit on every core can
   expect on this machine (cores that are SMT siblings or share memory bandwidth slow each other).
 
-Writes the "goals" section of ``benchmarks/results_crf.md`` and ``benchmarks/out/crf_goals.json``,
-naming the commit; refuses a dirty tree unless ``--dry-run`` (which writes nothing).
+Writes the "goals" section of ``benchmarks/results_crf.md`` and its per-problem store
+``benchmarks/results_crf_goals.json`` (committed: ``--problems`` reruns some problems and keeps the
+others' last runs, and a store under the ignored ``benchmarks/out/`` was lost with a machine; a
+``--subset`` run's store stays in ``benchmarks/out/``), naming the commit; refuses a dirty tree
+unless ``--dry-run`` (which writes nothing).
 """
 
 from __future__ import annotations
@@ -47,7 +50,16 @@ from typing import Any
 import numpy as np
 import polars as pl
 from common import machine_info
-from crf_common import OUT, Problem, crfsuite_items, load_problem, machine_line, train_crfsuite, write_section
+from crf_common import (
+    HERE,
+    OUT,
+    Problem,
+    crfsuite_items,
+    load_problem,
+    machine_line,
+    train_crfsuite,
+    write_section,
+)
 
 import polars_sdca as ps
 
@@ -280,7 +292,8 @@ def main() -> None:
     args = parser.parse_args()
     if dirty() and not args.dry_run:
         raise SystemExit("the working tree has uncommitted changes: commit first, or pass --dry-run")
-    raw = OUT / ("crf_goals.json" if args.subset is None else f"crf_goals-subset{args.subset}.json")
+    subset = args.subset
+    raw = HERE / "results_crf_goals.json" if subset is None else OUT / f"crf_goals-subset{subset}.json"
     kept: dict[str, dict[str, Any]] = {}
     if raw.exists() and not args.dry_run:
         kept = {r["problem"]: r for r in json.loads(raw.read_text())["results"]}

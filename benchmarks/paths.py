@@ -43,8 +43,9 @@ Our side's time is the ``select`` that returns the path as a one-row frame, from
 beforehand (the peers get their numpy / scipy inputs built beforehand and return arrays);
 turning the models into Python dicts happens outside the timings.
 
-Keeps the last run of every row in ``benchmarks/out/paths.json`` (``--rows`` replaces those it
-runs) and, once every row has a run, writes ``benchmarks/results_paths.md`` from them, each
+Keeps the last run of every row in ``benchmarks/results_paths.json``, committed beside the
+results (``--rows`` replaces those it runs; a store under the ignored ``benchmarks/out/`` was lost
+with a machine), and, once every row has a run, writes ``benchmarks/results_paths.md`` from them, each
 section naming the commit it ran at; refuses a dirty tree unless ``--dry-run`` (which prints
 this run's sections and writes nothing).
 """
@@ -81,7 +82,7 @@ from common import (  # noqa: E402
     worst,
 )
 
-OUT = HERE / "out"
+STORE = HERE / "results_paths.json"
 RESULTS = HERE / "results_paths.md"
 
 
@@ -618,17 +619,15 @@ def main() -> None:
     print(report(fresh))
     if args.dry_run:
         return
-    # The last run of every row (this run's rows replace theirs), kept in benchmarks/out/.
-    OUT.mkdir(exist_ok=True)
-    store = OUT / "paths.json"
-    runs = json.loads(store.read_text()).get("runs", {}) if store.exists() else {}
+    # The last run of every row (this run's rows replace theirs).
+    runs = json.loads(STORE.read_text()).get("runs", {}) if STORE.exists() else {}
     runs.update(json.loads(json.dumps(fresh, default=str)))
-    store.write_text(json.dumps({"runs": runs}, indent=1))
+    STORE.write_text(json.dumps({"runs": runs}, indent=1))
     if set(ROWS) <= set(runs):
         RESULTS.write_text(report({name: runs[name] for name in ROWS}))
     else:
         missing = ", ".join(sorted(set(ROWS) - set(runs)))
-        print(f"{RESULTS.name} not rewritten: no run of {missing} yet (benchmarks/out/paths.json)")
+        print(f"{RESULTS.name} not rewritten: no run of {missing} yet ({STORE.name})")
 
 
 if __name__ == "__main__":
