@@ -126,7 +126,7 @@ demo: build ## per-group fits and a CRF named-entity tagger on real data, with s
 bench: build ## benchmarks against peers; writes benchmarks/results.md and PNG plots
 	$(PY) benchmarks/run.py
 
-bench-quick: build ## the benchmarks in under 5 minutes
+bench-quick: build ## the benchmarks on subsamples (50,000 rows, 2,000 groups, 3 repeats)
 	$(PY) benchmarks/run.py --quick
 
 # The site's own tools go into the same venv: its examples run against the plugin built there.

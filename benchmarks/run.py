@@ -457,7 +457,7 @@ def run_streaming(p: SparseProblem, data: SparseData, args: argparse.Namespace) 
 def parse_args(argv: list[str] | None) -> argparse.Namespace:
     """Parse the command line; ``--quick`` picks the small sizes unless given explicitly."""
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--quick", action="store_true", help="50k rows, 2,000 groups, 3 repeats (< 5 min)")
+    ap.add_argument("--quick", action="store_true", help="50k rows, 2,000 groups, 3 repeats")
     ap.add_argument("--repeat", type=int, default=None, help="timed repeats per solver (default 5, quick 3)")
     ap.add_argument("--seed", type=int, default=0, help="seed of the subsample and synthetic data")
     ap.add_argument(
