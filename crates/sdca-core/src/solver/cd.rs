@@ -981,17 +981,17 @@ impl Gram {
         (leave, join)
     }
 
-    /// The flops of bringing the factor to `support` at `l2` (without the products): a
-    /// rank-one update of the rows after each slot that leaves and a row per slot that joins,
-    /// or, without a factor for `l2`, a factorisation's `m^3 / 3`.
-    fn work(&self, support: &[usize], l2: f64) -> f64 {
-        let m = support.len() as f64;
+    /// The flops of bringing the factor to a support of `m` slots at `l2` (without the
+    /// products), given [`Gram::changes`]' `leave` and `joins` slots that join: a rank-one
+    /// update of the rows after each slot that leaves and a row per slot that joins, or,
+    /// without a factor for `l2`, a factorisation's `m^3 / 3`.
+    fn work(&self, leave: &[usize], joins: usize, m: usize, l2: f64) -> f64 {
+        let m = m as f64;
         if self.factor.as_ref().is_none_or(|f| f.1 != l2) {
             return m * m * m / 3.0;
         }
-        let (leave, join) = self.changes(support);
         let after = |a: &usize| ((self.slots.len() - a) as f64).powi(2);
-        leave.iter().map(after).sum::<f64>() + join.len() as f64 * m * m / 2.0
+        leave.iter().map(after).sum::<f64>() + joins as f64 * m * m / 2.0
     }
 
     /// Removes the slot at position `a`: its row and column of the products, and of the factor
@@ -1309,9 +1309,9 @@ impl Descent<'_> {
                     signs.iter().map(|&(j, _)| j).chain(slots.iter().copied().filter(|&j| j == d)).collect();
                 // The products not in `gram`, and the factor's update (or factorisation).
                 let entries = self.cols.entries(&support);
-                let (_, join) = self.gram.changes(&support);
+                let (leave, join) = self.gram.changes(&support);
                 let products: usize = join.iter().map(|&j| self.cols.cross_cost(j, entries)).sum();
-                let cost = products as f64 + self.gram.work(&support, self.l2);
+                let cost = products as f64 + self.gram.work(&leave, join.len(), support.len(), self.l2);
                 if cost <= (NEWTON_SHARE * swept).min(NEWTON_WORK * total) {
                     let (target, visited) = self.newton(&support);
                     meter.charge(|v| &mut v.newton, visited);
