@@ -340,6 +340,12 @@ pub struct FitConfig {
 }
 
 impl FitConfig {
+    /// This config with a smaller budget: at most `max_epochs` (at least 1) and, where given,
+    /// `max_seconds` (a fit handed from one solver to another runs on what the first left).
+    pub(crate) fn limited(&self, max_epochs: u32, max_seconds: Option<f64>) -> Self {
+        Self { max_epochs: max_epochs.clamp(1, self.max_epochs), max_seconds, ..self.clone() }
+    }
+
     /// The memory budget of this fit: `max_memory`, else `memory_budget` ([`crate::budget`]).
     pub fn budget(&self) -> crate::budget::Budget {
         crate::budget::Budget::new(self.max_memory, self.memory_budget)

@@ -166,20 +166,58 @@ pub fn fit_from<D: Rows>(
         let mut ctx = Context::new(problem, crate::loss::Multinomial { k }, cfg)?;
         let out = newton_cg::run(&mut ctx, w)?;
         ctx.finish(out)
-    } else if cfg.solver == SolverKind::Pdprox || primal_cd {
-        with_scalar_loss!(cfg.loss, |loss| {
-            let mut ctx = Context::exact(problem, loss, cfg);
-            let out = if primal_cd { cd::run(&mut ctx, w)? } else { pdprox::run(&mut ctx, w)? };
-            ctx.finish(out)
-        }, multiclass => return Err(SdcaError::Internal(format!(
-            "{} reached with loss {:?}, which the config rejects; please report",
-            cfg.solver.name(),
-            cfg.loss.name()
-        ))))
+    } else if primal_cd {
+        match cd::handover(cfg, problem)? {
+            Some(passes) => handed_over(problem, cfg, passes, w)?,
+            None => primal(problem, cfg, w)?,
+        }
+    } else if cfg.solver == SolverKind::Pdprox {
+        primal(problem, cfg, w)?
     } else {
         with_loss!(cfg.loss, k, |loss| solve(problem, loss, cfg, w))?
     };
     finite(fit)
+}
+
+/// A fit by a primal method: coordinate descent where [`cd::chosen`] says so, else Pdprox.
+fn primal<D: Rows>(problem: &Problem<'_, D>, cfg: &FitConfig, w: Vec<f64>) -> Result<FitResult> {
+    let primal_cd = cfg.solver != SolverKind::Pdprox;
+    Ok(with_scalar_loss!(cfg.loss, |loss| {
+        let mut ctx = Context::exact(problem, loss, cfg);
+        let out = if primal_cd { cd::run(&mut ctx, w)? } else { pdprox::run(&mut ctx, w)? };
+        ctx.finish(out)
+    }, multiclass => return Err(SdcaError::Internal(format!(
+        "{} reached with loss {:?}, which the config rejects; please report",
+        cfg.solver.name(),
+        cfg.loss.name()
+    )))))
+}
+
+/// Coordinate descent for at most `passes`, then, if it has not met `tol`, Prox-SDCA from its
+/// model for the rest of the budget ([`cd::handover`]). The result is Prox-SDCA's (its solver,
+/// certificate and duals), with the passes and the gap checks of both.
+fn handed_over<D: Rows>(
+    problem: &Problem<'_, D>,
+    cfg: &FitConfig,
+    passes: u32,
+    w: Vec<f64>,
+) -> Result<FitResult> {
+    let start = std::time::Instant::now();
+    let first = primal(problem, &cfg.limited(passes, cfg.max_seconds), w)?;
+    if first.status != Status::MaxEpochs {
+        return Ok(first);
+    }
+    let left = |limit: f64| limit - start.elapsed().as_secs_f64();
+    if cfg.max_seconds.is_some_and(|s| left(s) <= 0.0) {
+        return Ok(FitResult { status: Status::MaxSeconds, ..first });
+    }
+    let rest = cfg.limited(cfg.max_epochs - first.epochs, cfg.max_seconds.map(left));
+    let (d, k) = (problem.x.n_cols(), problem.n_outputs);
+    let w = Warm::start(Some(&Warm::from(&first)), d, k, cfg.intercept_scaling)?;
+    let mut fit = with_loss!(cfg.loss, k, |loss| solve(problem, loss, &rest, w))?;
+    fit.epochs += first.epochs;
+    fit.gap_trace = first.gap_trace.into_iter().chain(fit.gap_trace).collect();
+    Ok(fit)
 }
 
 /// The fit, or the error naming its first non-finite output.
