@@ -178,10 +178,12 @@ const NEWTON_SHARE: f64 = 3.0;
 /// smooth hinge) with an L1 penalty, without gap sampling or a group penalty, when the dual is
 /// badly conditioned: `l2 = 0` (which SDCA solves only through a reduction with a tiny `l2`), at
 /// least as many features as rows, or, for the squared loss, where `auto` would otherwise run
-/// accelerated Prox-SDCA (`R^2 / l2 > 10 n`; not yet measured for proximal Newton). On a well-conditioned dual with many more rows than features, plain
-/// Prox-SDCA wins: on 203,621 CoNLL tokens x 94,204 attributes at `l2 = 1e-4` (`R^2 / (l2 n)` =
-/// 0.05), coordinate descent took 0.95 s to 1e-8 against 0.31 s (`make bench`, the elastic-net
-/// row).
+/// accelerated Prox-SDCA (`R^2 / l2 > 10 n`; not yet measured for proximal Newton); a single
+/// `auto` fit with `l2 > 0` hands over to Prox-SDCA when coordinate descent has not converged
+/// within the work of Prox-SDCA's predicted epochs ([`handover`]). On a well-conditioned dual
+/// with many more rows than features, plain Prox-SDCA wins: on 203,621 CoNLL tokens x 94,204
+/// attributes at `l2 = 1e-4` (`R^2 / (l2 n)` = 0.05), coordinate descent took 0.95 s to 1e-8
+/// against 0.31 s (`make bench`, the elastic-net row).
 pub(crate) fn chosen<D: Rows>(cfg: &FitConfig, problem: &Problem<'_, D>) -> Result<bool> {
     let domain = cfg.loss.newton_ready() && cfg.groups.is_none() && cfg.sampling != Sampling::Gap;
     match cfg.solver {
