@@ -248,7 +248,9 @@ def fit(label: IntoExpr, features: IntoFeatures, **options: Unpack[FitOptions]) 
             "smooth_hinge" or "multinomial", unless ``sampling="gap"``; "cd" for the losses
             "squared", "logistic", "squared_hinge" and "smooth_hinge" with ``l1 > 0`` when
             ``l2 = 0`` (the Lasso, L1-logistic) or there are at least as many features as rows,
-            and for "squared" also when ``R^2 / l2 > 10 n``; else accelerated Prox-SDCA when
+            and for "squared" also when ``R^2 / l2 > 10 n`` (with ``l2 > 0``, a single fit
+            hands over to Prox-SDCA when "cd" has not converged within the work of Prox-SDCA's
+            predicted epochs, and reports "sdca"); else accelerated Prox-SDCA when
             ``R^2 / (gamma l2) > 10 n`` for a ``1/gamma``-smooth loss, plain (Prox-)SDCA
             otherwise). The model's ``solver`` field says which ran. "newton" is damped
             Newton on the primal for those losses and ridge problems (at most 512
