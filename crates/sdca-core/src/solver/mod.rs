@@ -167,7 +167,7 @@ pub fn fit_from<D: Rows>(
         let out = newton_cg::run(&mut ctx, w)?;
         ctx.finish(out)
     } else if primal_cd {
-        match cd::handover(cfg, problem)? {
+        match cd::handover(cfg, problem) {
             Some(passes) => handed_over(problem, cfg, passes, w)?,
             None => primal(problem, cfg, w)?,
         }
@@ -211,7 +211,7 @@ fn handed_over<D: Rows>(
     if cfg.max_seconds.is_some_and(|s| left(s) <= 0.0) {
         return Ok(FitResult { status: Status::MaxSeconds, ..first });
     }
-    let rest = cfg.limited(cfg.max_epochs - first.epochs, cfg.max_seconds.map(left));
+    let rest = cfg.limited(cfg.max_epochs.saturating_sub(first.epochs), cfg.max_seconds.map(left));
     let (d, k) = (problem.x.n_cols(), problem.n_outputs);
     let w = Warm::start(Some(&Warm::from(&first)), d, k, cfg.intercept_scaling)?;
     let mut fit = with_loss!(cfg.loss, k, |loss| solve(problem, loss, &rest, w))?;

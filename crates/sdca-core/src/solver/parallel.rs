@@ -59,7 +59,7 @@ use super::sdca::{Objective, State};
 use super::{goal, meets, shrink, Context, Coordinate, Estimate, Outcome, Problem, Start, Status};
 use crate::config::Sampling;
 use crate::data::Rows;
-use crate::error::Result;
+use crate::error::{Result, SdcaError};
 use crate::loss::BlockLoss;
 use crate::reg::{soft_threshold, L2};
 
@@ -330,7 +330,12 @@ pub(crate) fn run<D: Rows, L: BlockLoss>(
             let mut work: Vec<(&mut Lane, Vec<&mut Part<'_, '_, D, L>>)> = Vec::with_capacity(k);
             for (t, lane) in lanes.iter_mut().enumerate() {
                 let ids = &groups[t * blocks / k..(t + 1) * blocks / k];
-                work.push((lane, ids.iter().map(|&b| slots[b].take().expect("each block once")).collect()));
+                // `groups` is a permutation and the lanes take disjoint slices of it: each slot once.
+                let group =
+                    ids.iter().map(|&b| slots[b].take()).collect::<Option<Vec<_>>>().ok_or_else(|| {
+                        SdcaError::Internal("a block dealt to two threads; please report".into())
+                    })?;
+                work.push((lane, group));
             }
             let model = &w;
             work.into_par_iter()

@@ -158,6 +158,12 @@ impl<'a, D: Rows> Problem<'a, D> {
         Ok(out)
     }
 
+    /// `R^2`: the largest of [`Self::row_sq`], without keeping the rows' values (the solver
+    /// choices' conditioning tests).
+    pub(crate) fn max_row_sq(&self, bias: f64) -> f64 {
+        (0..self.n()).map(|i| self.weight(i) * (self.x.sq_norm(i) + bias * bias)).fold(0.0, f64::max)
+    }
+
     /// Mean weighted loss `(1/n) sum_i s_i phi(scores_i)` at the feature-major model `w`.
     pub(crate) fn mean_loss<L: BlockLoss>(&self, loss: L, bias: f64, w: &[f64]) -> f64 {
         let mut scores = vec![0.0; loss.k()];
