@@ -14,7 +14,7 @@ use sdca_core::FitResult;
 
 use crate::convert::Features;
 use crate::error::{compute, param};
-use crate::fit::{self, Group};
+use crate::fit::{self, Fitted, Group};
 use crate::interrupt;
 use crate::kwargs::{FitKwargs, Layout, PathKwargs};
 use crate::output::{self, model_fields, ModelMeta};
@@ -38,13 +38,28 @@ pub fn path_dtype(label: &DataType, multiclass: bool) -> DataType {
 /// model.
 const SCREENING_FIELDS: [&str; 2] = ["screened", "nnz_visited"];
 
-/// `model` (one `fit` struct) with the [`SCREENING_FIELDS`] appended.
-fn with_screening(model: Series, screened: Option<u64>, visited: Option<u64>) -> PolarsResult<Series> {
-    let mut cols = model.struct_()?.fields_as_series();
+/// `models` (a struct column of `fit`'s fields) with the [`SCREENING_FIELDS`] appended, and
+/// `l1` / `l2` replaced when each row has its own.
+fn with_screening(
+    models: Series,
+    penalties: Option<(Vec<f64>, Vec<f64>)>,
+    screened: Vec<Option<u64>>,
+    visited: Vec<Option<u64>>,
+) -> PolarsResult<Series> {
+    let mut cols = models.struct_()?.fields_as_series();
+    if let Some((l1, l2)) = penalties {
+        for col in cols.iter_mut() {
+            match col.name().as_str() {
+                "l1" => *col = Series::new("l1".into(), &l1),
+                "l2" => *col = Series::new("l2".into(), &l2),
+                _ => {}
+            }
+        }
+    }
     let [s, v] = SCREENING_FIELDS;
-    cols.push(Series::new(s.into(), [screened]));
-    cols.push(Series::new(v.into(), [visited]));
-    Ok(StructChunked::from_series(model.name().clone(), 1, cols.iter())?.into_series())
+    cols.push(Series::new(s.into(), screened));
+    cols.push(Series::new(v.into(), visited));
+    Ok(StructChunked::from_series(models.name().clone(), models.len(), cols.iter())?.into_series())
 }
 
 /// The fields of a cross-validation's struct.
@@ -120,28 +135,36 @@ fn meta_at<'a>(meta: &ModelMeta<'a>, config: &PathConfig, value: f64) -> PolarsR
     Ok(ModelMeta { label_dtype: meta.label_dtype, loss: meta.loss, multiclass: meta.multiclass, l1, l2 })
 }
 
-/// The models of a path as one row of a list of structs.
+/// The models of a path as one row of a list of structs, built field by field
+/// ([`output::models`]): one struct per value appended and imploded copied every coefficient
+/// twice (75 MB of fresh memory for the 100 dense models of the elastic-net row of
+/// `benchmarks/paths.py`).
 fn models(
     name: &str,
     meta: &ModelMeta<'_>,
     config: &PathConfig,
-    fitted: &Path,
+    fitted: Path,
     g: &Group,
 ) -> PolarsResult<Series> {
-    let n = g.labels.y.len();
-    let mut rows: Option<Series> = None;
-    let stats = fitted.screened.iter().zip(&fitted.nnz_visited);
-    for ((v, fit), (&screened, &visited)) in fitted.values.iter().zip(&fitted.fits).zip(stats) {
-        let row = model_row(name, &meta_at(meta, config, *v)?, fit, g, n)?;
-        let row = with_screening(row, Some(screened as u64), Some(visited))?;
-        match &mut rows {
-            Some(all) => {
-                all.append(&row)?;
-            }
-            None => rows = Some(row),
-        }
+    if fitted.fits.is_empty() {
+        return Err(compute("internal error: an empty path; please report".into()));
     }
-    let rows = rows.ok_or_else(|| compute("internal error: an empty path; please report".into()))?;
+    if fitted.fits.iter().any(|f| f.status == sdca_core::Status::Interrupted) {
+        return Err(interrupt::error());
+    }
+    let metas = fitted.values.iter().take(fitted.fits.len()).map(|&v| meta_at(meta, config, v));
+    let (l1, l2): (Vec<f64>, Vec<f64>) =
+        metas.map(|m| m.map(|m| (m.l1, m.l2))).collect::<PolarsResult<_>>()?;
+    let n_rows = g.labels.y.len();
+    let screened = fitted.screened.iter().map(|&s| Some(s as u64)).collect();
+    let visited = fitted.nnz_visited.iter().map(|&v| Some(v)).collect();
+    let rows: Vec<Fitted> = fitted
+        .fits
+        .into_iter()
+        .map(|fit| Fitted::Model { fit, classes: g.labels.classes.clone(), n_rows })
+        .collect();
+    let rows = output::models(name, meta, &rows)?;
+    let rows = with_screening(rows, Some((l1, l2)), screened, visited)?;
     Ok(rows.implode()?.into_series().with_name(name.into()))
 }
 
@@ -163,12 +186,12 @@ pub fn path(inputs: &[Series], kw: &PathKwargs) -> PolarsResult<Series> {
     let meta = fit::meta(label, &fit_kw);
     let result = fit::prepare(inputs, &fit_kw, &cfg).and_then(|g| {
         let fitted = on_problem(&g, &cfg, |p| fit_path(p, &config), |p| fit_path(p, &config))?;
-        models(label.name(), &meta, &config, &fitted, &g)
+        models(label.name(), &meta, &config, fitted, &g)
     });
     match result {
         Err(e) if kw.on_error == "null" && !interrupt::is_interrupt(&e) => {
             let null = output::null_model(label.name(), &meta, &fit::status_of(&e))?;
-            let null = with_screening(null, None, None)?;
+            let null = with_screening(null, None, vec![None], vec![None])?;
             Ok(null.implode()?.into_series().with_name(label.name().clone()))
         }
         other => other,
