@@ -1196,10 +1196,11 @@ impl Descent<'_> {
         slots: &[usize],
         target: &[f64],
         z: &mut [f64],
-        touched: &mut Vec<u32>,
+        touched: &mut Touched,
     ) -> (usize, bool) {
         let d = self.w.len() - 1;
         let cols = self.cols;
+        let Touched { rows: touched, seen } = touched;
         touched.clear();
         let mut visited = 0;
         let mut change = 0.0;
@@ -1214,16 +1215,14 @@ impl Descent<'_> {
             }
             change += 0.5 * self.l2 * (new * new - old * old);
             cols.for_each(j, |k, v| {
-                if z[k] == 0.0 {
+                if !seen[k] {
+                    seen[k] = true;
                     touched.push(k as u32);
                 }
                 z[k] += delta * v;
             });
             visited += cols.len(j);
         }
-        // A row whose change cancelled to 0 and then moved again is listed twice: dedup.
-        touched.sort_unstable();
-        touched.dedup();
         let data: f64 = touched
             .iter()
             .map(|&k| {
@@ -1238,6 +1237,7 @@ impl Descent<'_> {
                 self.r[k as usize] += z[k as usize];
             }
             z[k as usize] = 0.0;
+            seen[k as usize] = false;
         }
         if accept {
             for (&j, &new) in slots.iter().zip(target) {
@@ -1298,7 +1298,7 @@ impl Descent<'_> {
         let entries = self.cols.entries(slots);
         let total = meter.total;
         let mut iterates: VecDeque<Vec<f64>> = VecDeque::with_capacity(EXTRAPOLATE + 1);
-        let (mut z, mut touched) = (vec![0.0; self.r.len()], Vec::new());
+        let (mut z, mut touched) = (vec![0.0; self.r.len()], Touched::new(self.r.len()));
         self.history.clear();
         // The slots may make nonzero any weight of `slots` (both lists increase).
         let mut live: Vec<usize> = self.live.iter().chain(slots).copied().collect();
@@ -1421,6 +1421,21 @@ fn combine(history: &VecDeque<Vec<f64>>, c: &[f64]) -> Vec<f64> {
         out.iter_mut().zip(r).for_each(|(o, v)| *o += c * v);
     }
     out
+}
+
+/// The rows a trial move ([`Descent::try_move`]) changes, each listed once in the order first
+/// reached: `seen` marks them, so the list needs no sort to drop a row reached again (a row's
+/// change may cancel to zero and move again). Sorting it cost about 5% of the elastic-net
+/// path row (perf).
+struct Touched {
+    rows: Vec<u32>,
+    seen: Vec<bool>,
+}
+
+impl Touched {
+    fn new(n: usize) -> Self {
+        Self { rows: Vec::new(), seen: vec![false; n] }
+    }
 }
 
 /// The working set (module docs): the support, then the features not screened whose dual
