@@ -1699,8 +1699,10 @@ pub fn crf_fit_on<D: TokenRows>(
     // |s(y)|), and every sum behind the certificate is compensated over positions and
     // sequences, so it does not grow with the length of a sequence; half the fuzz harness's
     // allowance keeps every accepted fit within its check.
+    // Terms whose size overflowed (scores near f64's limit: `|log Z| + |s(y)|` beyond 1.8e308)
+    // leave no allowance to check against: the certificate is refused too.
     let rounding = 5e-11 * (state.score_scale + c.primal.abs() + c.dual.abs());
-    if (c.primal - c.dual - c.gap).abs() > rounding {
+    if !rounding.is_finite() || (c.primal - c.dual - c.gap).abs() > rounding {
         return Err(SdcaError::NonFiniteResult {
             what: "the crf fit's certificate (scores beyond f64 precision)",
         });
@@ -2513,6 +2515,35 @@ mod tests {
             non_uniform: 1.0,
             line_search_tol: 3.2593926861296e-311,
             ..params()
+        };
+        match crf_fit(&p, &cfg.check().unwrap()) {
+            Ok(f) => assert!((f.primal - f.dual - f.gap).abs() <= 1e-9 * (1.0 + f.primal.abs()), "{f:?}"),
+            Err(e) => assert!(matches!(e, SdcaError::NonFiniteResult { .. }), "{e}"),
+        }
+    }
+
+    /// Found by the `crf` fuzz target (make test at 7ef31c6): a token feature of 1.7e159 next
+    /// to one of -1e150 made scores near 1.4e308; the terms' size `|log Z| + |s(y)|` overflowed,
+    /// the identity check's allowance became infinite, and the fit returned `P = 4.4e298` with
+    /// a gap of 0.042, converged. Such a certificate is refused.
+    #[test]
+    fn overflowing_score_scale_is_an_error() {
+        let mut dense = vec![-1e-150; 18];
+        (dense[8], dense[9]) = (1.6825168321674117e159, -1e150);
+        let x = DenseView::new(&dense, 18, 1).unwrap();
+        let (y, starts) = (vec![0u32; 18], [0, 1, 2, 3, 18]);
+        let p = CrfProblem::new(&x, &starts, &y, 2).unwrap();
+        let cfg = CrfParams {
+            tol: 6.070556640625,
+            max_epochs: 11,
+            check_every: 2,
+            sampling: "uniform".into(),
+            non_uniform: 1.0,
+            line_search_tol: 0.447021484375,
+            seed: 57049,
+            max_memory: Some(2070848),
+            n_threads: Some(2),
+            ..Default::default()
         };
         match crf_fit(&p, &cfg.check().unwrap()) {
             Ok(f) => assert!((f.primal - f.dual - f.gap).abs() <= 1e-9 * (1.0 + f.primal.abs()), "{f:?}"),
