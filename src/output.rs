@@ -315,17 +315,20 @@ fn offsets(lengths: impl Iterator<Item = usize>) -> PolarsResult<OffsetsBuffer<i
     OffsetsBuffer::try_from(out)
 }
 
+/// The slices `parts` end to end as one `f64` array, copied once, into a buffer of their exact
+/// size that the array then owns: a path's 100 dense models are 75 MB, and a growing `collect`
+/// plus a copy into the array cost more than a third of the elastic-net path row's fits.
+fn concat_f64s<'a>(parts: impl Iterator<Item = &'a [f64]> + Clone) -> Box<dyn Array> {
+    let mut values = Vec::with_capacity(parts.clone().map(<[f64]>::len).sum());
+    parts.for_each(|p| values.extend_from_slice(p));
+    PrimitiveArray::<f64>::from_vec(values).boxed()
+}
+
 /// A list column of `f64` rows (`None`: a null row).
-///
-/// The values are copied once, into a buffer of their exact size that the array then owns: a
-/// path's 100 dense models are 75 MB, and a growing `collect` plus a copy into the array cost
-/// more than a third of the elastic-net path row's fits.
 fn f64_lists(dtype: &ArrowDataType, rows: &[Option<&[f64]>]) -> PolarsResult<Box<dyn Array>> {
-    let mut values = Vec::with_capacity(rows.iter().flatten().map(|r| r.len()).sum());
-    rows.iter().flatten().for_each(|r| values.extend_from_slice(r));
+    let values = concat_f64s(rows.iter().flatten().copied());
     let validity = rows.iter().any(|r| r.is_none()).then(|| rows.iter().map(|r| r.is_some()).collect());
     let offsets = offsets(rows.iter().map(|r| r.map_or(0, |v| v.len())))?;
-    let values = PrimitiveArray::<f64>::from_vec(values).boxed();
     Ok(ListArray::<i64>::try_new(dtype.clone(), offsets, values, validity)?.boxed())
 }
 
@@ -395,9 +398,7 @@ fn models_by_arrays(
             row_lengths.extend(std::iter::repeat_n(m, k));
             per_group.push(k);
         }
-        let mut values = Vec::with_capacity(fits.iter().flatten().map(|f| f.coef.len()).sum());
-        fits.iter().flatten().for_each(|f| values.extend_from_slice(&f.coef));
-        let values = PrimitiveArray::<f64>::from_vec(values).boxed();
+        let values = concat_f64s(fits.iter().flatten().map(|f| f.coef.as_slice()));
         let rows = ListArray::<i64>::try_new(inner_dtype, offsets(row_lengths.into_iter())?, values, None)?;
         let validity = fits.iter().any(|r| r.is_none()).then(|| fits.iter().map(|r| r.is_some()).collect());
         let coef = ListArray::<i64>::try_new(

@@ -154,14 +154,19 @@ impl<'a, D: Rows> Problem<'a, D> {
     /// intercept feature, from which the dual steps' curvatures follow.
     pub(crate) fn row_sq(&self, bias: f64) -> Result<Vec<f64>> {
         let mut out = crate::budget::with_capacity(self.n())?;
-        out.extend((0..self.n()).map(|i| self.weight(i) * (self.x.sq_norm(i) + bias * bias)));
+        out.extend(self.row_sqs(bias));
         Ok(out)
     }
 
     /// `R^2`: the largest of [`Self::row_sq`], without keeping the rows' values (the solver
     /// choices' conditioning tests).
     pub(crate) fn max_row_sq(&self, bias: f64) -> f64 {
-        (0..self.n()).map(|i| self.weight(i) * (self.x.sq_norm(i) + bias * bias)).fold(0.0, f64::max)
+        self.row_sqs(bias).fold(0.0, f64::max)
+    }
+
+    /// The values of [`Self::row_sq`], row by row.
+    fn row_sqs(&self, bias: f64) -> impl Iterator<Item = f64> + '_ {
+        (0..self.n()).map(move |i| self.weight(i) * (self.x.sq_norm(i) + bias * bias))
     }
 
     /// Mean weighted loss `(1/n) sum_i s_i phi(scores_i)` at the feature-major model `w`.
