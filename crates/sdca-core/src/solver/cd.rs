@@ -729,7 +729,9 @@ impl Columns {
                 let at = anchor.u.as_ref().map_or(point.u[j], |u| u[j]);
                 let bound = (at.abs() + self.norms[j] * (dist + slack)) * (1.0 + 1e-9);
                 if bound < l1 {
+                    // Proven `|u_j| < l1`: no term of the dual.
                     (point.u[j], loose[j]) = (bound, true);
+                    continue;
                 } else {
                     point.u[j] = self.grad(j, &t, nf);
                     visited += self.len(j);
