@@ -732,10 +732,9 @@ impl Columns {
                     // Proven `|u_j| < l1`: no term of the dual.
                     (point.u[j], loose[j]) = (bound, true);
                     continue;
-                } else {
-                    point.u[j] = self.grad(j, &t, nf);
-                    visited += self.len(j);
                 }
+                point.u[j] = self.grad(j, &t, nf);
+                visited += self.len(j);
             }
             if l2 > 0.0 && (point.u[j].abs() > l1 || point.u[j].is_nan()) {
                 hot.push(j);
